@@ -1,0 +1,22 @@
+"""The verbs. A new verb is one new module in this package and one line here."""
+
+from __future__ import annotations
+
+import importlib
+
+from .command import Command
+
+_VERBS = ("run", "view", "import_", "timeline", "analyze", "diff", "report", "export")
+
+
+def commands() -> list[Command]:
+    out: list[Command] = []
+    for mod_name in _VERBS:
+        try:
+            mod = importlib.import_module(f"{__package__}.{mod_name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"{__package__}.{mod_name}":
+                continue  # verb not built yet
+            raise
+        out.append(mod.COMMAND)
+    return out

@@ -1,0 +1,3 @@
+"""Imports every built-in importer module so that each registers itself (one line per format)."""
+
+from __future__ import annotations

@@ -1,0 +1,68 @@
+"""Importers: one per trace format. A new format is one new module that calls ``register``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..errors import BadInputError
+from ..model import Profile
+
+
+@dataclass(frozen=True)
+class Importer:
+    name: str  # "kineto", "proton"
+    description: str
+    # sniff(path, head) -> True when this importer reads the file; ``head`` is the first
+    # bytes of the file, decompressed when the file is gzip.
+    sniff: Callable[[str, bytes], bool]
+    load: Callable[[str], Profile]
+
+
+_REGISTRY: list[Importer] = []
+
+
+def register(importer: Importer) -> Importer:
+    _REGISTRY.append(importer)
+    return importer
+
+
+def importers() -> list[Importer]:
+    from . import _all  # noqa: F401  (registers the built-in importers)
+
+    return list(_REGISTRY)
+
+
+def read_head(path: str, size: int = 65536) -> bytes:
+    """First ``size`` bytes of the file, gunzipped when it is gzip; b"" when it cannot be read."""
+    import gzip
+
+    with open(path, "rb") as fh:
+        head = fh.read(size)
+    if head[:2] == b"\x1f\x8b":
+        try:
+            with gzip.open(path, "rb") as gz:
+                return gz.read(size)
+        except (OSError, EOFError):
+            return b""
+    return head
+
+
+def find_importer(path: str) -> Importer:
+    if not os.path.exists(path):
+        raise BadInputError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise BadInputError(f"{path}: is a directory; give a trace or profile file")
+    head = read_head(path)
+    if not head.strip():
+        raise BadInputError(f"{path}: empty file")
+    for imp in importers():
+        if imp.sniff(path, head):
+            return imp
+    names = ", ".join(i.description for i in importers()) or "none registered"
+    raise BadInputError(f"{path}: not a format kernelscope reads (known: kernelscope .ksprof, {names})")
+
+
+def import_file(path: str) -> Profile:
+    return find_importer(path).load(path)

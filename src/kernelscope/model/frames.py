@@ -1,0 +1,141 @@
+"""Frames: the immutable, interned labels of calling-context tree nodes.
+
+A frame says *what* a node is (a source line, a module, an op, a kernel, ...);
+the tree says *where* it was called from. Frames are plain values: equal fields
+mean the same frame, which is what lets two profiles be unified by path.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+
+class FrameKind(enum.Enum):
+    ROOT = "root"
+    SCOPE = "scope"  # user scope, record_function, annotation, ProfilerStep#N
+    PYTHON = "python"  # file, line, function (name)
+    MODULE = "module"  # attribute path (name), class (cls)
+    REGION = "region"  # torch.compile region / compiled graph / jit(...)
+    BACKWARD = "backward"  # what is below runs in the backward pass of the context above
+    OP = "op"  # framework op: aten::addmm, dot_general
+    KERNEL = "kernel"  # device kernel (name, device, stream)
+    PART = "part"  # one original op inside a fused kernel: an *estimated* share
+
+
+# Which kinds may appear directly under which. Checked by Profile.check().
+ALLOWED_CHILDREN: dict[FrameKind, frozenset[FrameKind]] = {
+    kind: frozenset(FrameKind) - {FrameKind.ROOT} for kind in FrameKind
+}
+ALLOWED_CHILDREN[FrameKind.KERNEL] = frozenset({FrameKind.PART})
+ALLOWED_CHILDREN[FrameKind.PART] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One context label. Unused fields keep their defaults.
+
+    ``name`` is the function name (python), attribute path (module), scope,
+    region, op or kernel name; for a ``part`` it is the original op.
+    ``file``/``line`` locate python frames and parts; ``cls`` is a module's
+    class; ``module`` is the module path a ``part`` came from;
+    ``device``/``stream`` place a kernel.
+    """
+
+    kind: FrameKind
+    name: str = ""
+    file: str = ""
+    line: int = 0
+    cls: str = ""
+    module: str = ""
+    device: str = ""
+    stream: int = -1
+
+    # --- constructors -------------------------------------------------
+    @staticmethod
+    def root() -> Frame:
+        return ROOT
+
+    @staticmethod
+    def scope(name: str) -> Frame:
+        return Frame(FrameKind.SCOPE, name)
+
+    @staticmethod
+    def python(file: str, line: int, function: str) -> Frame:
+        return Frame(FrameKind.PYTHON, function, file=file, line=line)
+
+    @staticmethod
+    def module_(path: str, cls: str = "") -> Frame:
+        return Frame(FrameKind.MODULE, path, cls=cls)
+
+    @staticmethod
+    def region(name: str) -> Frame:
+        return Frame(FrameKind.REGION, name)
+
+    @staticmethod
+    def backward() -> Frame:
+        return BACKWARD
+
+    @staticmethod
+    def op(name: str) -> Frame:
+        return Frame(FrameKind.OP, name)
+
+    @staticmethod
+    def kernel(name: str, device: str = "", stream: int = -1) -> Frame:
+        return Frame(FrameKind.KERNEL, name, device=device, stream=stream)
+
+    @staticmethod
+    def part(op: str, file: str = "", line: int = 0, module: str = "") -> Frame:
+        return Frame(FrameKind.PART, op, file=file, line=line, module=module)
+
+    # --- presentation -------------------------------------------------
+    def label(self) -> str:
+        """Human label used by every renderer."""
+        k = self.kind
+        if k is FrameKind.ROOT:
+            return "<root>"
+        if k is FrameKind.PYTHON:
+            return f"{self.file}:{self.line} {self.name}"
+        if k is FrameKind.MODULE:
+            return f"{self.name} ({self.cls})" if self.cls else self.name
+        if k is FrameKind.BACKWARD:
+            return "[backward]"
+        if k is FrameKind.PART:
+            where = f" @ {self.file}:{self.line}" if self.file else ""
+            return f"~{self.name}{where} (estimated)"
+        if k is FrameKind.SCOPE:
+            return f"[{self.name}]"
+        if k is FrameKind.REGION:
+            return f"<{self.name}>"
+        return self.name
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind.value}
+        for name, default in _DEFAULTS.items():
+            value = getattr(self, name)
+            if value != default:
+                out[name] = value
+        return out
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Frame:
+        kind = FrameKind(data["kind"])
+        fields_ = {k: data[k] for k in _DEFAULTS if k in data}
+        return Frame(kind, **fields_)
+
+
+_DEFAULTS: dict[str, Any] = {
+    "name": "",
+    "file": "",
+    "line": 0,
+    "cls": "",
+    "module": "",
+    "device": "",
+    "stream": -1,
+}
+
+ROOT = Frame(FrameKind.ROOT)
+BACKWARD = Frame(FrameKind.BACKWARD)
+
+__all__ = ["ALLOWED_CHILDREN", "BACKWARD", "ROOT", "Frame", "FrameKind"]
