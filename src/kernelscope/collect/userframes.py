@@ -1,0 +1,62 @@
+"""Which Python frames are the user's: not the stdlib, site-packages, the framework or kernelscope.
+
+DESIGN.md: the *user line* is the innermost Python frame outside those. ``KERNELSCOPE_LIBRARY_PATHS``
+(os.pathsep separated prefixes) adds more library locations; ``KERNELSCOPE_USER_PATHS`` forces
+prefixes to count as user code (e.g. to profile a library you develop in site-packages).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from functools import lru_cache
+
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _prefixes() -> tuple[str, ...]:
+    paths: set[str] = set()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        p = sysconfig.get_paths().get(key)
+        if p:
+            paths.add(os.path.realpath(p))
+    for p in sys.path:
+        if p and ("site-packages" in p or "dist-packages" in p):
+            paths.add(os.path.realpath(p))
+    paths.add(os.path.realpath(_PKG_DIR))
+    for extra in os.environ.get("KERNELSCOPE_LIBRARY_PATHS", "").split(os.pathsep):
+        if extra:
+            paths.add(os.path.realpath(extra))
+    return tuple(sorted(paths, key=len, reverse=True))
+
+
+def _forced() -> tuple[str, ...]:
+    return tuple(os.path.realpath(p) for p in os.environ.get("KERNELSCOPE_USER_PATHS", "").split(os.pathsep) if p)
+
+
+@lru_cache(maxsize=8192)
+def is_user_file(filename: str) -> bool:
+    """True for a real source file that is the user's code."""
+    if not filename or filename.startswith("<"):
+        return False  # <string>, <frozen ...>, <built-in>, generated code
+    real = os.path.realpath(filename)
+    for p in _forced():
+        if real.startswith(p + os.sep) or real == p:
+            return True
+    if "site-packages" in real or "dist-packages" in real:
+        return False
+    for p in _prefixes():
+        if real.startswith(p + os.sep):
+            return False
+    # Inductor's generated wrappers/kernels live in a cache folder, not the user's tree.
+    return not ("torchinductor" in real or "/tmp/torchinductor" in real)
+
+
+def display_path(filename: str) -> str:
+    """Path relative to the working directory when inside it (DESIGN.md line keys)."""
+    try:
+        rel = os.path.relpath(filename)
+    except ValueError:
+        return filename
+    return filename if rel.startswith("..") else rel
