@@ -1,0 +1,107 @@
+"""Metric selection: raw columns and the derived metrics people ask for.
+
+A spec names either a stored column (``time_ns``, ``flops``, a user metric such
+as ``tokens``) or a derived value computed from stored columns:
+
+======================  =====================================================
+``time/ms``              ``time_ns`` in ms (also ``/s``, ``/us``, ``/ns``);
+                         ``cpu_time/ms`` likewise for ``cpu_time_ns``
+``time/%``               share of the profile's total ``time_ns``
+``avg``                  average ``time_ns`` per call, in µs (``avg/ms`` too)
+``flop/s``               ``flops`` per second of ``time_ns`` (``gflop/s``, ``tflop/s``)
+``byte/s``               ``bytes`` per second of ``time_ns`` (``gbyte/s``)
+``A/B``                  ratio of two stored columns, e.g. ``time_ns/tokens``
+``X/s``                  a stored column per second of ``time_ns``, e.g. ``tokens/s``
+======================  =====================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from ..errors import UsageError
+
+Values = Mapping[str, float]
+
+_TIME_UNITS = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}
+_RATE_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str  # as the user wrote it; the column header
+    needs: tuple[str, ...]  # stored columns it reads
+    compute: Callable[[Values, Values], float]  # (values, totals) -> value
+    unit: str = ""
+    # Additive metrics may be summed over children; ratios may not.
+    additive: bool = True
+
+    def __call__(self, values: Values, totals: Values) -> float:
+        return self.compute(values, totals)
+
+
+def _div(a: float, b: float) -> float:
+    return a / b if b else 0.0
+
+
+def parse_metric(spec: str, available: set[str]) -> MetricSpec:
+    s = spec.strip()
+    if s in available:
+        return MetricSpec(s, (s,), lambda v, t, s=s: v.get(s, 0.0))
+    base, _, unit = s.partition("/")
+    if unit and base in ("time", "cpu_time"):
+        col = f"{base}_ns"
+        if unit == "%":
+            return MetricSpec(s, (col,), lambda v, t, c=col: 100.0 * _div(v.get(c, 0.0), t.get(c, 0.0)), "%")
+        if unit in _TIME_UNITS:
+            scale = _TIME_UNITS[unit]
+            return MetricSpec(s, (col,), lambda v, t, c=col, k=scale: v.get(c, 0.0) / k, unit)
+    if base == "avg" and (not unit or unit in _TIME_UNITS):
+        scale = _TIME_UNITS[unit or "us"]
+        return MetricSpec(
+            s,
+            ("time_ns", "count"),
+            lambda v, t, k=scale: _div(v.get("time_ns", 0.0), v.get("count", 0.0)) / k,
+            unit or "us",
+            additive=False,
+        )
+    if unit == "s":
+        for prefix, scale in _RATE_PREFIX.items():
+            for stem, col in (("flop", "flops"), ("byte", "bytes")):
+                if base == prefix + stem:
+                    return MetricSpec(
+                        s,
+                        (col, "time_ns"),
+                        lambda v, t, c=col, k=scale: _div(v.get(c, 0.0), v.get("time_ns", 0.0) / 1e9) / k,
+                        s,
+                        additive=False,
+                    )
+        if base in available:
+            return MetricSpec(
+                s,
+                (base, "time_ns"),
+                lambda v, t, c=base: _div(v.get(c, 0.0), v.get("time_ns", 0.0) / 1e9),
+                s,
+                additive=False,
+            )
+    if unit:
+        num = base if base in available else f"{base}_ns" if f"{base}_ns" in available else None
+        if num is not None and unit in available:
+            return MetricSpec(
+                s, (num, unit), lambda v, t, a=num, b=unit: _div(v.get(a, 0.0), v.get(b, 0.0)), additive=False
+            )
+    known = ", ".join(sorted(available)) or "none"
+    raise UsageError(
+        f"unknown metric {spec!r}; stored metrics: {known}; derived: time/ms, time/%, avg, flop/s, byte/s, A/B, X/s"
+    )
+
+
+def parse_metrics(specs: str | list[str] | None, available: set[str], default: list[str]) -> list[MetricSpec]:
+    if specs is None:
+        names = [d for d in default if d.split("/")[0] + "_ns" in available or d in available or d.startswith("time")]
+    elif isinstance(specs, str):
+        names = [x for x in specs.split(",") if x.strip()]
+    else:
+        names = [x for part in specs for x in part.split(",") if x.strip()]
+    return [parse_metric(n, available) for n in names]
