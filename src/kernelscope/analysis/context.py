@@ -1,60 +1,24 @@
 """Where a node sits: its user line and its innermost framework op.
 
-DESIGN.md: the *user line* is the innermost Python frame outside the interpreter's
-stdlib, site-packages, the framework and kernelscope itself. Traces from the
-PyTorch profiler name files by a short path (``torch/nn/modules/module.py``),
-so a file is library code when its path runs through ``site-packages`` or its
-top-level package is the stdlib or a well-known framework package.
+DESIGN.md: the *user line* is the innermost Python frame outside the stdlib, site-packages,
+the framework and kernelscope. Collectors and importers already leave those frames out of the
+tree (``collect.userframes``, ``importers.kineto.pyframes``), so here the user line is the
+innermost Python frame on the path, the same key ``view --by line`` uses. ``is_library`` can
+drop more files (e.g. a model library) without re-importing.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..model import FrameKind, Profile
 from ..model.frames import Frame
 
-# Top-level packages treated as "the framework", not user code.
-LIBRARY_PACKAGES = frozenset(
-    {
-        "torch",
-        "torchvision",
-        "torchaudio",
-        "triton",
-        "jax",
-        "jaxlib",
-        "flax",
-        "optax",
-        "numpy",
-        "scipy",
-        "PIL",
-        "tqdm",
-        "transformers",
-        "accelerate",
-        "diffusers",
-        "vllm",
-        "xformers",
-        "apex",
-        "deepspeed",
-        "kernelscope",
-    }
-)
-_STDLIB = frozenset(sys.stdlib_module_names)
 
-
-def is_library_file(path: str) -> bool:
-    """True for stdlib, site-packages and framework files; builtins (``<...>``) too."""
-    if not path or path.startswith("<"):
-        return True
-    p = path.replace("\\", "/")
-    if "/site-packages/" in p or "/dist-packages/" in p or "/lib/python3" in p:
-        return True
-    head = p.lstrip("/").split("/", 1)[0]
-    if head.endswith(".py"):
-        head = head[:-3]
-    return head in LIBRARY_PACKAGES or head in _STDLIB
+def no_library(path: str) -> bool:
+    """The default: trust the tree, whose Python frames are the user's already."""
+    return False
 
 
 def line_key(frame: Frame) -> str:
@@ -67,7 +31,7 @@ class ContextIndex:
     """Memoised per-node lookups (a profile has few nodes; timelines have many rows)."""
 
     profile: Profile
-    is_library: Callable[[str], bool] = is_library_file
+    is_library: Callable[[str], bool] = no_library
     _lines: dict[int, Frame | None] = field(default_factory=dict)
     _ops: dict[int, str | None] = field(default_factory=dict)
 

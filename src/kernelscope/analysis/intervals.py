@@ -48,13 +48,14 @@ def covered_at(merged_starts: IntArray, merged_ends: IntArray, t: IntArray) -> n
 def idle_after(merged_starts: IntArray, merged_ends: IntArray, t: IntArray) -> IntArray:
     """For each time in ``t``: how long from ``t`` until the next busy interval starts.
 
-    0 when ``t`` lies inside a busy interval or after the last one (nothing follows).
+    0 when ``t`` lies inside a busy interval, before the first one (the device has not started:
+    that is outside its timeline span) or after the last one (nothing follows).
     """
     out = np.zeros(t.shape, dtype=np.int64)
     if merged_starts.size == 0:
         return out
     busy = covered_at(merged_starts, merged_ends, t)
     nxt = np.searchsorted(merged_starts, t, side="right")
-    has_next = (nxt < merged_starts.size) & ~busy
+    has_next = (nxt > 0) & (nxt < merged_starts.size) & ~busy
     out[has_next] = merged_starts[nxt[has_next]] - t[has_next]
     return out

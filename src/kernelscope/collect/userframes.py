@@ -36,11 +36,27 @@ def _forced() -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=8192)
+def resolve(filename: str) -> str:
+    """Absolute path of a file name as profilers record it.
+
+    PyTorch's Python tracer strips the ``sys.path`` entry a file was found under
+    (``torch/nn/modules/linear.py``, ``train.py``); look it up there again.
+    """
+    if not filename or filename.startswith("<") or os.path.isabs(filename):
+        return filename
+    for entry in sys.path:
+        candidate = os.path.join(entry or os.getcwd(), filename)
+        if os.path.isfile(candidate):
+            return os.path.abspath(candidate)
+    return os.path.abspath(filename)
+
+
+@lru_cache(maxsize=8192)
 def is_user_file(filename: str) -> bool:
-    """True for a real source file that is the user's code."""
+    """True for a real source file that is the user's code (``filename`` as recorded or absolute)."""
     if not filename or filename.startswith("<"):
         return False  # <string>, <frozen ...>, <built-in>, generated code
-    real = os.path.realpath(filename)
+    real = os.path.realpath(resolve(filename))
     for p in _forced():
         if real.startswith(p + os.sep) or real == p:
             return True
@@ -53,8 +69,10 @@ def is_user_file(filename: str) -> bool:
     return not ("torchinductor" in real or "/tmp/torchinductor" in real)
 
 
+@lru_cache(maxsize=8192)
 def display_path(filename: str) -> str:
     """Path relative to the working directory when inside it (DESIGN.md line keys)."""
+    filename = resolve(filename)
     try:
         rel = os.path.relpath(filename)
     except ValueError:

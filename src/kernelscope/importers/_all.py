@@ -1,3 +1,5 @@
 """Imports every built-in importer module so that each registers itself (one line per format)."""
 
 from __future__ import annotations
+
+from . import kineto, proton  # noqa: F401

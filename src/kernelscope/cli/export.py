@@ -1,0 +1,43 @@
+"""``kernelscope export PROFILE|TRACE --format FORMAT -o FILE``: the profile in another tool's format."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import UsageError
+from ..inputs import open_profile
+from ..render.exporters import exporters, find_exporter
+
+
+class ExportCommand:
+    name = "export"
+    help = "Write a profile or trace in another tool's format (proton, hatchet, folded, speedscope)."
+
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
+        known = exporters()
+        formats = ", ".join(f"{e.name} ({e.description})" for e in known)
+        parser.add_argument("input", metavar="PROFILE|TRACE", help="a .ksprof profile or a trace kernelscope imports")
+        parser.add_argument(
+            "--format",
+            "-f",
+            required=True,
+            metavar="|".join(e.name for e in known),
+            help=f"output format: {formats}",
+        )
+        parser.add_argument("-o", "--output", required=True, metavar="FILE", help="output file ('-' for stdout)")
+
+    def run(self, args: argparse.Namespace) -> int:
+        exporter = find_exporter(args.format)  # an unknown format fails before any reading
+        profile = open_profile(args.input)
+        if args.output == "-":
+            exporter.write(profile, sys.stdout)
+            return 0
+        try:
+            exporter.write(profile, args.output)
+        except (FileNotFoundError, NotADirectoryError, PermissionError, IsADirectoryError) as exc:
+            raise UsageError(f"{args.output}: cannot write ({exc.strerror or exc})") from None
+        return 0
+
+
+COMMAND = ExportCommand()

@@ -1,0 +1,82 @@
+"""``kernelscope run [-o OUT] [--no-view] SCRIPT ARGS... | -m MODULE ARGS...``"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from typing import Any
+
+from ..errors import BadInputError, UsageError
+from .view import add_view_options, show
+
+
+class RunCommand:
+    name = "run"
+    help = "run a Python program under the profiler, save the profile and show where the time went"
+
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("-o", "--output", help="profile to write (default: <script>.ksprof in the current folder)")
+        parser.add_argument("--no-view", action="store_true", help="do not print the tree afterwards")
+        parser.add_argument("--html", metavar="REPORT.html", help="also write an HTML report")
+        parser.add_argument("--no-memory", action="store_true", help="do not record allocations (lower overhead)")
+        parser.add_argument("--no-compile-provenance", action="store_true", help="do not capture torch.compile provenance")
+        parser.add_argument("--skip-first", type=int, default=0, metavar="N", help="start recording after N kernelscope.step() calls")
+        parser.add_argument("-m", dest="module", action="store_true", help="run a module, like python -m")
+        parser.add_argument("target", metavar="SCRIPT|MODULE")
+        parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
+        parser.set_defaults(by="tree", metrics=None, depth=None, include=None, exclude=None, threshold=1.0, limit=40, json=False)
+
+    def run(self, args: argparse.Namespace) -> int:
+        from ..collect.runner import check_target, run_program
+
+        check_target(args.target, args.module)
+        output = args.output or _default_output(args.target, args.module)
+        out_dir = os.path.dirname(os.path.abspath(output))
+        if not os.path.isdir(out_dir):
+            raise BadInputError(f"{output}: folder {out_dir} does not exist")
+        if args.html:
+            raise UsageError("--html needs the report command, which this version does not have yet")
+        try:
+            from ..collect import api
+        except ImportError as exc:
+            raise BadInputError(f"kernelscope run needs PyTorch ({exc}); pip install 'kernelscope[torch]'") from None
+
+        session = api.start(
+            skip_first=args.skip_first,
+            profile_memory=not args.no_memory,
+            compile_capture=not args.no_compile_provenance,
+        )
+        session.argv = [args.target, *args.args]
+        outcome = run_program(args.target, list(args.args), args.module)
+        # Save no matter how the program ended; a second Ctrl-C must not cut the save short.
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            profile = api.finalize()
+            profile.metadata["exit_code"] = outcome.exit_code
+            profile.save(output)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        for warning in profile.metadata.get("warnings", []):
+            print(f"kernelscope: warning: {warning}", file=sys.stderr)
+        if not args.no_view:
+            sys.stdout.flush()
+            show(profile, _view_args(args))
+        note = f" ({outcome.error})" if outcome.error else ""
+        print(f"kernelscope: profile saved to {output}{note}", file=sys.stderr)
+        return outcome.exit_code
+
+
+def _view_args(args: argparse.Namespace) -> Any:
+    ns = argparse.Namespace(**vars(args))
+    ns.depth = ns.depth or 12
+    return ns
+
+
+def _default_output(target: str, is_module: bool) -> str:
+    stem = target.rsplit(".", 1)[-1] if is_module else os.path.splitext(os.path.basename(target.rstrip("/")))[0]
+    return f"{stem or 'profile'}.ksprof"
+
+
+COMMAND = RunCommand()

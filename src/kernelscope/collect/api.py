@@ -1,0 +1,112 @@
+"""The Python API (Proton-like): profile(), start/finalize, activate/deactivate, scope, step.
+
+    import kernelscope
+    with kernelscope.profile("train.ksprof", skip_first=2):
+        for batch in data:
+            with kernelscope.scope("step", metrics={"tokens": batch.numel()}):
+                train_step(batch)
+            kernelscope.step()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from ..errors import UsageError
+from ..model import Profile
+from .torch_live import Session
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_session: Session | None = None
+
+
+def start(*, skip_first: int = 0, record_shapes: bool = True, profile_memory: bool = True, compile_capture: bool = True) -> Session:
+    """Begin a profile. With ``skip_first=N`` recording starts after N calls to ``step()``."""
+    global _session
+    if _session is not None:
+        raise UsageError("a kernelscope profile is already running; finalize() it first")
+    s = Session(skip_first=skip_first, record_shapes=record_shapes, profile_memory=profile_memory, compile_capture=compile_capture)
+    s.start()
+    _session = s
+    return s
+
+
+def current() -> Session | None:
+    return _session
+
+
+def finalize(path: str | None = None) -> Profile:
+    """Stop profiling and return the profile (saved to ``path`` when given)."""
+    global _session
+    if _session is None:
+        raise UsageError("no kernelscope profile is running; call start() first")
+    s, _session = _session, None
+    profile = s.finalize()
+    if path:
+        profile.save(path)
+    return profile
+
+
+def activate() -> None:
+    """Resume recording (after deactivate())."""
+    if _session is not None:
+        _session.activate()
+
+
+def deactivate() -> None:
+    """Pause recording; what runs until activate() is skipped, the session continues."""
+    if _session is not None:
+        _session.deactivate()
+
+
+def step() -> None:
+    """Mark the end of a training/inference step (used by ``skip_first``)."""
+    if _session is not None:
+        _session.step()
+
+
+@contextlib.contextmanager
+def scope(name: str, metrics: dict[str, float] | None = None) -> Iterator[None]:
+    """A named region in the tree; ``metrics`` (e.g. tokens, samples) become columns
+    that derived views can divide by (``-m time_ns/tokens``)."""
+    if _session is None or not _session.scope_enter(name, metrics):
+        yield
+        return
+    from torch.profiler import record_function
+
+    with record_function(name):
+        yield
+
+
+class profile(contextlib.ContextDecorator):  # noqa: N801 - the API reads like a function
+    """Context manager and decorator: profile what runs inside, save to ``path`` if given.
+
+    After the block, ``.result`` holds the Profile.
+    """
+
+    def __init__(self, path: str | None = None, *, skip_first: int = 0, **options: Any) -> None:
+        self.path = path
+        self.skip_first = skip_first
+        self.options = options
+        self.result: Profile | None = None
+
+    def __enter__(self) -> profile:
+        start(skip_first=self.skip_first, **self.options)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.result = finalize(self.path)
+
+    def __call__(self, func: F) -> F:  # type: ignore[override]
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with profile(self.path, skip_first=self.skip_first, **self.options) as p:
+                out = func(*args, **kwargs)
+            self.result = p.result
+            return out
+
+        return wrapper  # type: ignore[return-value]

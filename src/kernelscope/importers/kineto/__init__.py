@@ -1,0 +1,99 @@
+"""PyTorch/Kineto chrome traces (``.json``, ``.json.gz``): streamed, joined, built into a Profile.
+
+``reader`` streams the event array in decoded batches, ``tables`` keeps the compact columns the
+joins need, ``build`` nests, joins and builds the calling-context tree and timeline.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from typing import Any
+
+from ...errors import BadInputError
+from ...model import Profile
+from ..registry import Importer, register
+from .build import build_profile
+from .reader import TraceReader
+from .tables import EventTables
+
+__all__ = ["load_kineto", "sniff_kineto"]
+
+_TRACE_HINT = re.compile(rb'"traceEvents"|"ph"\s*:|"schemaVersion"|"deviceProperties"')
+
+
+def sniff_kineto(path: str, head: bytes) -> bool:
+    start = head.lstrip()[:1]
+    if start not in (b"{", b"["):
+        return False
+    return _TRACE_HINT.search(head) is not None
+
+
+def load_kineto(path: str) -> Profile:
+    """Import one trace. Bad input raises BadInputError (one line); nothing is printed."""
+    warnings: Counter[str] = Counter()
+    reader = TraceReader(path, warnings)
+    tables = EventTables(warnings)
+    try:
+        for batch in reader.batches():
+            tables.add(batch)
+    except RecursionError:
+        raise BadInputError(f"{path}: JSON nested too deeply; not a Kineto/Chrome trace") from None
+    except MemoryError:
+        raise BadInputError(f"{path}: out of memory while reading the trace") from None
+    if tables.events_seen == 0 and not reader.header:
+        raise BadInputError(f"{path}: trace has no events")
+    kept = len(tables.host) + len(tables.device)
+    if kept == 0 and tables.events_seen > 0 and not tables.categories.keys() - {"None"}:
+        raise BadInputError(f"{path}: no trace events kernelscope understands (no ops, kernels or annotations)")
+    for cat, n in tables.categories.items():
+        warnings[f"events of unknown category {cat[:60]!r} skipped"] += n
+    metadata = _metadata(path, reader.header, tables, warnings, reader.bytes_read)
+    return build_profile(tables, metadata, warnings)
+
+
+def _metadata(
+    path: str, header: dict[str, Any], tables: EventTables, warnings: Counter[str], nbytes: int
+) -> dict[str, Any]:
+    dist = header.get("distributedInfo")
+    meta: dict[str, Any] = {
+        "source": {"format": "kineto", "path": os.path.abspath(path), "bytes": nbytes, "events": tables.events_seen},
+    }
+    for key in (
+        "schemaVersion",
+        "deviceProperties",
+        "distributedInfo",
+        "displayTimeUnit",
+        "baseTimeNanoseconds",
+        "traceName",
+        "cuda_runtime_version",
+        "cuda_driver_version",
+        "hip_runtime_version",
+        "hip_driver_version",
+        "cupti_version",
+        "roctracer_version",
+        "trace_id",
+    ):
+        if key in header:
+            meta[key] = header[key]
+    if isinstance(dist, dict):
+        for key in ("rank", "world_size"):
+            if type(dist.get(key)) is int:
+                meta[key] = dist[key]
+    firsts = [min(col) for col in (tables.host.start, tables.device.start) if len(col)]
+    if firsts:
+        meta["trace_start_ns"] = int(min(firsts))
+    if tables.triton_files:
+        meta["triton_kernel_files"] = dict(tables.triton_files)
+    return meta
+
+
+register(
+    Importer(
+        name="kineto",
+        description="PyTorch/Kineto chrome trace (.json, .json.gz)",
+        sniff=sniff_kineto,
+        load=load_kineto,
+    )
+)

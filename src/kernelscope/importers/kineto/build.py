@@ -1,0 +1,383 @@
+"""Joins and the calling-context tree: compact event tables -> Profile.
+
+1. Host events are sorted by (thread, start, longest first, outer kind first) and swept with a
+   stack per thread: nesting is time containment. Each op, user python frame, module, scope and
+   region becomes a frame under the innermost enclosing one; ``ProfilerStep#N`` is hoisted to the
+   top of the path; runtime calls take the node of the innermost enclosing frame (their context).
+2. Backward: on threads that run autograd (ops carrying ``Fwd thread id`` > 0), the outermost op
+   with sequence number *s* is re-homed under the forward context of the last forward op with the
+   same *s* (its path above the first op frame: user lines and modules) inside a ``backward`` frame.
+   Unmatched backward work stays on its thread, under a top-level ``backward`` frame.
+3. Device events join their runtime call by ``correlation`` (numpy ``searchsorted``), and become
+   kernel frames under the call's context. Unmatched ones (launched before the trace) go under
+   ``[launched before trace]``.
+
+Metrics: ``cpu_time_ns`` is host self time (an event's duration minus its direct children's);
+``time_ns`` is device time on kernel nodes, or on CPU-only traces the self time of ops; ``count``
+is calls per node; ``flops`` is put on the innermost op that has a FLOP rule; ``alloc_bytes`` on the
+innermost context of each positive ``[memory]`` event.
+"""
+
+from __future__ import annotations
+
+import array
+from collections import Counter, defaultdict
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ...model import Category, Frame, FrameKind, Profile, ProfileBuilder, Timeline, Track
+from ...model.timeline import LINKED
+from .events import Kind
+from .tables import EventTables
+
+UNLINKED_SCOPE = "launched before trace"
+
+_DEVICE_CATEGORY = {
+    Kind.KERNEL: Category.KERNEL,
+    Kind.MEMCPY: Category.MEMCPY,
+    Kind.MEMSET: Category.MEMSET,
+    Kind.COMM: Category.COMM,
+}
+
+# stack entry fields
+_END, _NODE, _DUR, _CHILD, _FLOPS, _CHILD_FLOPS, _BW, _KIND = range(8)
+
+
+class _Rows:
+    """Timeline rows as typed arrays (not Python lists: a trace has millions of them)."""
+
+    def __init__(self) -> None:
+        self.node = array.array("i")
+        self.track = array.array("i")
+        self.start = array.array("q")
+        self.dur = array.array("q")
+        self.category = array.array("b")
+        self.flags = array.array("B")
+        self.correlation = array.array("q")
+
+
+class _Tree:
+    """ProfileBuilder plus a cache keyed by the tables' own frame indices (cheaper than hashing Frames)."""
+
+    def __init__(self, frames: list[Frame]) -> None:
+        self.b = ProfileBuilder()
+        self.frames = frames
+        self._kids: dict[tuple[int, int], int] = {}
+
+    def child(self, parent: int, label: int) -> int:
+        key = (parent, label)
+        node = self._kids.get(key)
+        if node is None:
+            node = self._kids[key] = self.b.child(parent, self.frames[label])
+        return node
+
+    def child_frame(self, parent: int, frame: Frame) -> int:
+        return self.b.child(parent, frame)
+
+    def path_frames(self, node: int, stop: int = 0) -> list[Frame]:
+        out: list[Frame] = []
+        while node > 0 and node != stop:
+            out.append(self.b.frame_of(node))
+            node = self.b.parent_of(node)
+        out.reverse()
+        return out
+
+    def forward_context(self, op_node: int) -> int:
+        """The nearest ancestor of ``op_node`` that is not an op: its user line / module context."""
+        node = op_node
+        while node > 0 and self.b.frame_of(node).kind is FrameKind.OP:
+            node = self.b.parent_of(node)
+        return node
+
+
+def build_profile(tables: EventTables, metadata: dict[str, Any], warnings: Counter[str]) -> Profile:
+    tree = _Tree(tables.frames)
+    rows = _Rows()
+    cpu_time: defaultdict[int, float] = defaultdict(float)
+    op_time: defaultdict[int, float] = defaultdict(float)
+    count: defaultdict[int, float] = defaultdict(float)
+    flops: defaultdict[int, float] = defaultdict(float)
+    alloc: defaultdict[int, float] = defaultdict(float)
+    launches = _sweep_host(tables, tree, rows, cpu_time, op_time, count, flops, alloc, warnings)
+    cpu_only = len(tables.device) == 0
+    time_ns, stream_tracks = _join_device(tables, tree, rows, launches, warnings)
+    if cpu_only:
+        time_ns = op_time
+    b = tree.b
+    for name, col in (
+        ("time_ns", time_ns),
+        ("cpu_time_ns", cpu_time),
+        ("count", count),
+        ("flops", flops),
+        ("alloc_bytes", alloc),
+    ):
+        if col or name in ("time_ns", "count"):
+            b.ensure_metric(name)
+        for node, value in col.items():
+            if value:
+                b.add(node, name, value)
+    timeline = _timeline(_thread_tracks(tables) + stream_tracks, rows)
+    metadata = {**metadata, "import_warnings": dict(sorted(warnings.items()))}
+    return b.build(metadata, timeline)
+
+
+def _thread_tracks(tables: EventTables) -> list[Track]:
+    return [Track(f"thread {tid}", "cpu", "thread") for _pid, tid in tables.threads]
+
+
+def _sweep_host(
+    tables: EventTables,
+    tree: _Tree,
+    rows: _Rows,
+    cpu_time: defaultdict[int, float],
+    op_time: defaultdict[int, float],
+    count: defaultdict[int, float],
+    flops: defaultdict[int, float],
+    alloc: defaultdict[int, float],
+    warnings: Counter[str],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Nest host events; return the launches as (correlation, context node) arrays."""
+    h = tables.host
+    n = len(h)
+    launch_corr = array.array("q")
+    launch_node = array.array("q")
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    thread = np.frombuffer(h.thread, dtype=np.int32)
+    start = np.frombuffer(h.start, dtype=np.int64)
+    end = start + np.frombuffer(h.dur, dtype=np.int64)
+    kind = np.frombuffer(h.kind, dtype=np.int8)
+    fwd = np.frombuffer(h.fwd, dtype=np.int64)
+    bw_threads = np.unique(thread[(kind == Kind.OP) & (fwd > 0)])
+    late = np.zeros(len(tables.threads), dtype=np.int8)
+    late[bw_threads] = 1  # autograd threads after forward threads: their ops look up forward ops
+    order = np.lexsort((kind, -end, start, thread, late[thread]))
+    del late
+
+    th = thread[order].tolist()
+    st = start[order].tolist()
+    en = end[order].tolist()
+    kd = kind[order].tolist()
+    nm = np.frombuffer(h.name, dtype=np.int32)[order].tolist()
+    ext = np.frombuffer(h.ext, dtype=np.int64)[order].tolist()
+    corr = np.frombuffer(h.corr, dtype=np.int64)[order].tolist()
+    seq = np.frombuffer(h.seq, dtype=np.int64)[order].tolist()
+    fw = fwd[order].tolist()
+    val = np.frombuffer(h.value, dtype=np.float64)[order].tolist()
+    del order, end
+
+    bw_set = set(bw_threads.tolist())
+    frames = tables.frames
+    b = tree.b
+    child = tree.child
+    r_node, r_track, r_start, r_dur = rows.node.append, rows.track.append, rows.start.append, rows.dur.append
+    r_cat, r_flags, r_corr = rows.category.append, rows.flags.append, rows.correlation.append
+    ext_node: dict[int, int] = {}  # External id -> op node (launches outside any op on their thread)
+    fwd_seq: dict[int, int] = {}  # sequence number -> forward op node
+    fwd_seq_from_bw: set[int] = set()
+    K_STEP, K_OP, K_RUNTIME, K_SYNC, K_MEMORY = Kind.STEP, Kind.OP, Kind.RUNTIME, Kind.SYNC, Kind.MEMORY
+    C_OP, C_RUNTIME, C_SYNC = int(Category.OP), int(Category.RUNTIME), int(Category.SYNC)
+    overlaps = 0
+    unmatched_bw = 0
+    pending_rt: list[tuple[int, int]] = []  # (launch index, External id) for runtime calls with no op around them
+
+    stack: list[list[Any]] = []
+
+    def pop() -> None:
+        e = stack.pop()
+        self_t = e[_DUR] - e[_CHILD]
+        if self_t > 0:
+            cpu_time[e[_NODE]] += self_t
+            if e[_KIND] == K_OP:
+                op_time[e[_NODE]] += self_t
+        if e[_FLOPS] and not e[_CHILD_FLOPS]:
+            flops[e[_NODE]] += e[_FLOPS]
+        if stack:
+            top = stack[-1]
+            top[_CHILD] += e[_DUR]
+            if e[_FLOPS] or e[_CHILD_FLOPS]:
+                top[_CHILD_FLOPS] = True
+
+    cur = -1
+    base = 0
+    track = 0
+    is_bw_thread = False
+    for i in range(len(th)):
+        t = th[i]
+        if t != cur:
+            while stack:
+                pop()
+            cur = t
+            track = t
+            is_bw_thread = t in bw_set
+            base = tree.child_frame(0, Frame.backward()) if is_bw_thread else 0
+        s = st[i]
+        e_ = en[i]
+        while stack:
+            top_end = stack[-1][_END]
+            if top_end <= s:
+                pop()
+            elif e_ > top_end:
+                overlaps += 1
+                pop()
+            else:
+                break
+        parent = stack[-1][_NODE] if stack else base
+        k = kd[i]
+        if k == K_MEMORY:
+            alloc[parent] += val[i]
+            continue
+        in_bw = bool(stack) and stack[-1][_BW]
+        if k == K_RUNTIME or k == K_SYNC:
+            node = parent
+            c = corr[i]
+            if c >= 0:
+                launch_corr.append(c)
+                launch_node.append(node)
+                if not stack and ext[i] >= 0:
+                    pending_rt.append((len(launch_node) - 1, ext[i]))
+            r_node(node)
+            r_track(track)
+            r_start(s)
+            r_dur(e_ - s)
+            r_cat(C_SYNC if k == K_SYNC else C_RUNTIME)
+            r_flags(0)
+            r_corr(c)
+        elif k == K_STEP:
+            step = child(base, nm[i])
+            count[step] += 1
+            node = b.path(tree.path_frames(parent, stop=base), start=step) if parent != base else step
+        else:
+            if k == K_OP and is_bw_thread and not in_bw and fw[i] > 0:
+                fwd_op = fwd_seq.get(seq[i])
+                if fwd_op is not None:
+                    parent = tree.child_frame(tree.forward_context(fwd_op), Frame.backward())
+                else:
+                    unmatched_bw += 1
+                in_bw = True
+            node = child(parent, nm[i])
+            count[node] += 1
+            if k == K_OP:
+                if ext[i] >= 0:
+                    ext_node[ext[i]] = node
+                sq = seq[i]
+                if sq >= 0 and fw[i] <= 0 and (not is_bw_thread or sq not in fwd_seq or sq in fwd_seq_from_bw):
+                    fwd_seq[sq] = node
+                    if is_bw_thread:
+                        fwd_seq_from_bw.add(sq)
+                r_node(node)
+                r_track(track)
+                r_start(s)
+                r_dur(e_ - s)
+                r_cat(C_OP)
+                r_flags(0)
+                r_corr(-1)
+        stack.append([e_, node, e_ - s, 0, val[i] if k == K_OP else 0.0, False, in_bw, k])
+    while stack:
+        pop()
+
+    # A runtime call outside every op on its thread: fall back to the op with its External id.
+    for idx, ext_id in pending_rt:
+        op_node = ext_node.get(ext_id)
+        if op_node is not None:
+            launch_node[idx] = op_node
+    if overlaps:
+        warnings["host events overlapping their parent (treated as siblings)"] += overlaps
+    if unmatched_bw:
+        warnings["backward ops without a matching forward op"] += unmatched_bw
+    return (
+        np.frombuffer(launch_corr, dtype=np.int64).copy(),
+        np.frombuffer(launch_node, dtype=np.int64).copy(),
+    )
+
+
+def _join_device(
+    tables: EventTables,
+    tree: _Tree,
+    rows: _Rows,
+    launches: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]],
+    warnings: Counter[str],
+) -> tuple[defaultdict[int, float], list[Track]]:
+    """Kernels, copies and sets under the context of the runtime call that launched them."""
+    time_ns: defaultdict[int, float] = defaultdict(float)
+    d = tables.device
+    n = len(d)
+    if n == 0:
+        return time_ns, []
+    l_corr, l_node = launches
+    order = np.argsort(l_corr, kind="stable")
+    l_corr, l_node = l_corr[order], l_node[order]
+    dcorr = np.frombuffer(d.corr, dtype=np.int64)
+    pos = np.searchsorted(l_corr, dcorr)
+    pos_c = np.minimum(pos, max(len(l_corr) - 1, 0))
+    linked = (dcorr >= 0) & (pos < len(l_corr)) & (l_corr[pos_c] == dcorr) if len(l_corr) else np.zeros(n, bool)
+    unlinked_node = 0
+    n_unlinked = int(n - np.count_nonzero(linked))
+    if n_unlinked:
+        unlinked_node = tree.child_frame(0, Frame.scope(UNLINKED_SCOPE))
+        warnings["device events whose launch is not in the trace"] += n_unlinked
+    ctx = np.where(linked, l_node[pos_c] if len(l_node) else 0, unlinked_node).tolist()
+
+    names = tables.names
+    kernel_frames: dict[tuple[int, int, int], Frame] = {}
+    kids: dict[tuple[int, int, int, int], int] = {}
+    child_frame = tree.child_frame
+    node_col = array.array("i")
+    for c, name, dev, stream in zip(ctx, d.name, d.device, d.stream, strict=True):
+        key = (c, name, dev, stream)
+        node = kids.get(key)
+        if node is None:
+            fkey = (name, dev, stream)
+            frame = kernel_frames.get(fkey)
+            if frame is None:
+                frame = kernel_frames[fkey] = Frame.kernel(names[name], f"cuda:{dev}", stream)
+            node = kids[key] = child_frame(c, frame)
+        node_col.append(node)
+    nodes = np.frombuffer(node_col, dtype=np.int32)
+    durs = np.frombuffer(d.dur, dtype=np.int64)
+    totals = np.bincount(nodes, weights=durs.astype(np.float64))
+    calls = np.bincount(nodes)
+    for node in np.nonzero(calls)[0].tolist():
+        time_ns[node] = float(totals[node])
+    b = tree.b
+    for node in np.nonzero(calls)[0].tolist():
+        b.add(node, "count", float(calls[node]))
+
+    # stream tracks
+    stream_track: dict[tuple[int, int], int] = {}
+    base = len(tables.threads)
+    tracks_idx = array.array("i")
+    for dev, stream in zip(d.device, d.stream, strict=True):
+        key2 = (dev, stream)
+        idx = stream_track.get(key2)
+        if idx is None:
+            idx = stream_track[key2] = base + len(stream_track)
+        tracks_idx.append(idx)
+    kinds = np.frombuffer(d.kind, dtype=np.int8)
+    cat = np.zeros(n, dtype=np.int8)
+    for k, c in _DEVICE_CATEGORY.items():
+        cat[kinds == k] = int(c)
+    rows.node.extend(node_col)
+    rows.track.extend(tracks_idx)
+    rows.start.extend(d.start)
+    rows.dur.extend(d.dur)
+    rows.category.extend(array.array("b", cat.tobytes()))
+    rows.flags.extend(array.array("B", np.where(linked, LINKED, 0).astype(np.uint8).tobytes()))
+    rows.correlation.extend(d.corr)
+    return time_ns, [Track(f"stream {s}", f"cuda:{dv}", "stream") for (dv, s) in stream_track]
+
+
+def _timeline(tracks: list[Track], rows: _Rows) -> Timeline:
+    cols = {
+        "node": np.frombuffer(rows.node, dtype=np.int32),
+        "track": np.frombuffer(rows.track, dtype=np.int32),
+        "start_ns": np.frombuffer(rows.start, dtype=np.int64),
+        "dur_ns": np.frombuffer(rows.dur, dtype=np.int64),
+        "category": np.frombuffer(rows.category, dtype=np.int8),
+        "flags": np.frombuffer(rows.flags, dtype=np.uint8),
+        "correlation": np.frombuffer(rows.correlation, dtype=np.int64),
+    }
+    order = np.lexsort((cols["track"], cols["start_ns"]))
+    return Timeline.from_columns({k: v[order] for k, v in cols.items()}, tuple(tracks))

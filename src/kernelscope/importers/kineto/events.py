@@ -1,0 +1,160 @@
+"""Typed Kineto events: the fields we read, and what kind of event each one is.
+
+Every field is decoded as ``Any`` on purpose: real traces carry strings where numbers should
+be, ``null`` ids, string pids ("Spans"). Types are checked where a value is used, and a value
+of the wrong type is counted as a warning, never an exception.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections import Counter
+from typing import Any
+
+import msgspec
+
+
+class RawArgs(msgspec.Struct, frozen=True):
+    external_id: Any = msgspec.field(name="External id", default=None)
+    correlation: Any = None
+    python_id: Any = msgspec.field(name="Python id", default=None)
+    python_parent_id: Any = msgspec.field(name="Python parent id", default=None)
+    seq: Any = msgspec.field(name="Sequence number", default=None)
+    fwd_tid: Any = msgspec.field(name="Fwd thread id", default=None)
+    device: Any = None
+    stream: Any = None
+    input_dims: Any = msgspec.field(name="Input Dims", default=None)
+    concrete: Any = msgspec.field(name="Concrete Inputs", default=None)
+    nbytes: Any = msgspec.field(name="Bytes", default=None)
+    kernel_file: Any = None
+    collective: Any = msgspec.field(name="Collective name", default=None)
+
+
+class RawEvent(msgspec.Struct, frozen=True):
+    ph: Any = None
+    cat: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    id: Any = None
+    args: RawArgs | None = None
+
+
+_ARG_FIELDS = {f.encode_name: f.name for f in msgspec.structs.fields(RawArgs)}
+_EVENT_FIELDS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id")
+
+
+def event_from_dict(item: Any, warnings: Counter[str]) -> RawEvent | None:
+    """The tolerant twin of the typed decoder, for batches the fast path rejected."""
+    if not isinstance(item, dict):
+        warnings["non-object entries in traceEvents"] += 1
+        return None
+    fields = {k: item.get(k) for k in _EVENT_FIELDS}
+    raw_args = item.get("args")
+    args: RawArgs | None = None
+    if isinstance(raw_args, dict):
+        args = RawArgs(**{attr: raw_args.get(key) for key, attr in _ARG_FIELDS.items()})
+    elif raw_args is not None:
+        warnings["events with non-object args"] += 1
+    return RawEvent(**fields, args=args)
+
+
+class Kind(enum.IntEnum):
+    """What an event becomes. Host kinds nest on their thread; device kinds sit on a stream."""
+
+    STEP = 0  # ProfilerStep#N: hoisted to the top of the tree
+    SCOPE = 1  # user_annotation / record_function
+    REGION = 2  # torch.compile regions, compiled graphs
+    PYTHON = 3  # a user python frame
+    MODULE = 4  # nn.Module: X_n
+    OP = 5  # cpu_op
+    RUNTIME = 6  # cudaLaunchKernel, hipMemcpyAsync, ...
+    SYNC = 7  # cudaStreamSynchronize, ...
+    MEMORY = 8  # [memory] instant event (allocation)
+    # device
+    KERNEL = 10
+    MEMCPY = 11
+    MEMSET = 12
+    COMM = 13
+    # dropped
+    SKIP = 20  # known and not needed (flows, overhead, framework python frames, ...)
+    UNKNOWN = 21
+
+
+HOST_KINDS = frozenset({Kind.STEP, Kind.SCOPE, Kind.REGION, Kind.PYTHON, Kind.MODULE, Kind.OP, Kind.RUNTIME, Kind.SYNC})
+DEVICE_KINDS = frozenset({Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.COMM})
+
+# Category names across vintages (lower-cased). 2021 traces say Operator/Runtime/Kernel/Memcpy/Memset.
+CATEGORIES: dict[str, Kind] = {
+    "cpu_op": Kind.OP,
+    "operator": Kind.OP,
+    "user_annotation": Kind.SCOPE,
+    "python_function": Kind.PYTHON,
+    "cuda_runtime": Kind.RUNTIME,
+    "cuda_driver": Kind.RUNTIME,
+    "runtime": Kind.RUNTIME,
+    "driver": Kind.RUNTIME,
+    "hip_runtime": Kind.RUNTIME,
+    "hip_driver": Kind.RUNTIME,
+    "kernel": Kind.KERNEL,
+    "gpu_memcpy": Kind.MEMCPY,
+    "memcpy": Kind.MEMCPY,
+    "gpu_memset": Kind.MEMSET,
+    "memset": Kind.MEMSET,
+    "cpu_instant_event": Kind.MEMORY,
+    # known, not needed
+    "ac2g": Kind.SKIP,
+    "fwdbwd": Kind.SKIP,
+    "trace": Kind.SKIP,
+    "overhead": Kind.SKIP,
+    "gpu_user_annotation": Kind.SKIP,
+    "cuda_sync": Kind.SKIP,
+    "cuda_profiler_range": Kind.SKIP,
+    "python_function_call": Kind.SKIP,
+}
+
+SYNC_CALLS = frozenset(
+    {
+        "cudaStreamSynchronize",
+        "cudaDeviceSynchronize",
+        "cudaEventSynchronize",
+        "cuStreamSynchronize",
+        "cuCtxSynchronize",
+        "cuEventSynchronize",
+        "hipStreamSynchronize",
+        "hipDeviceSynchronize",
+        "hipEventSynchronize",
+    }
+)
+
+_COMM = re.compile(r"nccl|rccl|allreduce|all_reduce|allgather|all_gather|reducescatter|reduce_scatter|sendrecv|alltoall", re.I)
+_STEP = re.compile(r"ProfilerStep#\d+$")
+_REGION_PREFIXES = ("Torch-Compiled Region", "## Call CompiledFxGraph", "CompiledFunction", "## Call ")
+
+
+def is_comm_kernel(name: str) -> bool:
+    return _COMM.search(name) is not None
+
+
+def host_kind(base: Kind, name: str) -> Kind:
+    """Refine a host category by the event's name (steps, compiled regions, sync calls)."""
+    if base in (Kind.SCOPE, Kind.OP):
+        if _STEP.match(name):
+            return Kind.STEP
+        if name.startswith(_REGION_PREFIXES):
+            return Kind.REGION
+        return base
+    if base is Kind.RUNTIME and name in SYNC_CALLS:
+        return Kind.SYNC
+    return base
+
+
+def region_name(name: str) -> str:
+    """``## Call CompiledFxGraph fp5r... ##`` -> ``CompiledFxGraph fp5r...``; others unchanged."""
+    if name.startswith("## ") and name.endswith("##"):
+        inner = name[3:-2].strip()
+        return inner.removeprefix("Call ").strip()
+    return name

@@ -1,0 +1,5 @@
+"""Imports every built-in exporter module so that each registers itself (one line per format)."""
+
+from __future__ import annotations
+
+from . import folded, hatchet, proton, speedscope  # noqa: F401
