@@ -82,15 +82,12 @@ def group(profile: Profile, by: str, metrics: Sequence[str] | None = None) -> Gr
         s = np.zeros(len(uniq))
         np.add.at(s, idx, profile.exclusive(c))
         sums[c] = s
-    order_col = sums[cols[0]] if cols else np.zeros(len(uniq))
     rows = []
     for key, i in uniq.items():
         vals = {c: float(sums[c][i]) for c in cols}
-        if key is None and not any(vals.values()):
-            continue  # the root alone: nothing unattributed
-        rows.append((key, vals))
+        if any(vals.values()):  # a key with nothing measured is noise (and the bare root)
+            rows.append((key, vals))
     rows.sort(key=lambda r: (-(r[1].get(cols[0], 0.0) if cols else 0.0), r[0] is None, r[0] or ""))
-    del order_col
     total = {c: profile.total(c) for c in cols}
     return Grouped(by, tuple(cols), tuple(rows), total)
 

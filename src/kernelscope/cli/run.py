@@ -63,6 +63,7 @@ class RunCommand:
         if not args.no_view:
             sys.stdout.flush()
             show(profile, _view_args(args))
+            sys.stdout.flush()
         note = f" ({outcome.error})" if outcome.error else ""
         print(f"kernelscope: profile saved to {output}{note}", file=sys.stderr)
         return outcome.exit_code

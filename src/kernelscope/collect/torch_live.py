@@ -18,6 +18,7 @@ from collections import defaultdict, deque
 from typing import Any
 
 from ..model import Profile, ProfileBuilder, TimelineBuilder
+from ..model.profile import prune_empty
 from ..model.timeline import LINKED, Category
 
 PROFILE_MEMORY_DEFAULT = True
@@ -174,11 +175,9 @@ class Session:
             self._compile = None
         metadata["warnings"] = list(self.warnings)
         timeline = self.timeline.build() if len(self.timeline) else None
-        profile = self.builder.build(metadata, timeline)
         for metric in ("time_ns", "cpu_time_ns", "count"):
-            if metric not in profile.metrics:
-                profile.metrics[metric] = profile.exclusive(metric)
-        return profile
+            self.builder.ensure_metric(metric)
+        return prune_empty(self.builder.build(metadata, timeline))
 
     # --- folding ---------------------------------------------------------------
     def _fold(self, prof: Any) -> None:

@@ -25,6 +25,9 @@ def _prefixes() -> tuple[str, ...]:
         if p and ("site-packages" in p or "dist-packages" in p):
             paths.add(os.path.realpath(p))
     paths.add(os.path.realpath(_PKG_DIR))
+    # the interpreter's own tree (bin/ holds console scripts such as `kernelscope` itself)
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix}:
+        paths.add(os.path.realpath(prefix))
     for extra in os.environ.get("KERNELSCOPE_LIBRARY_PATHS", "").split(os.pathsep):
         if extra:
             paths.add(os.path.realpath(extra))

@@ -262,3 +262,41 @@ def frame_kind_counts(profile: Profile) -> dict[FrameKind, int]:
         kind = profile.frames[f].kind
         counts[kind] = counts.get(kind, 0) + 1
     return counts
+
+
+def prune_empty(profile: Profile) -> Profile:
+    """Drop subtrees whose every metric is zero (lines that ran no ops, empty scopes).
+
+    Timeline rows of a dropped node move to its nearest kept ancestor. The input is not mutated.
+    """
+    n = len(profile)
+    keep = np.zeros(n, dtype=bool)
+    keep[0] = True
+    for col in profile.metrics.values():
+        keep |= inclusive_of(profile.parent, np.abs(col)) > 0
+    if bool(keep.all()):
+        return profile
+    par = profile.parent.tolist()
+    new_index = np.full(n, -1, dtype=np.int64)
+    nearest = np.zeros(n, dtype=np.int64)  # nearest kept ancestor-or-self, in new indices
+    kept: list[int] = []
+    for node in range(n):
+        if keep[node]:
+            new_index[node] = len(kept)
+            kept.append(node)
+            nearest[node] = new_index[node]
+        else:
+            nearest[node] = nearest[par[node]]
+    kept_arr = np.asarray(kept, dtype=np.int64)
+    parent = np.asarray([-1] + [int(new_index[par[k]]) for k in kept[1:]], dtype=np.int32)
+    tl = profile.timeline
+    if tl is not None:
+        tl = Timeline(tracks=tl.tracks, **{**tl.columns(), "node": nearest[tl.node].astype(np.int32)})
+    return Profile(
+        frames=profile.frames,
+        parent=parent,
+        frame=profile.frame[kept_arr],
+        metrics={k: v[kept_arr] for k, v in profile.metrics.items()},
+        metadata=profile.metadata,
+        timeline=tl,
+    )

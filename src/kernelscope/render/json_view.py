@@ -60,7 +60,8 @@ def dump(doc: Any, out: IO[str] | None = None, depth_hint: int = 0) -> None:
     if need > old:
         sys.setrecursionlimit(need)
     try:
-        json.dump(doc, out or sys.stdout, separators=(",", ":"), allow_nan=False)
-        (out or sys.stdout).write("\n")
+        # dumps, not dump: dump streams through the pure-Python encoder, quadratic on deep trees
+        text = json.dumps(doc, separators=(",", ":"), allow_nan=False)
+        (out or sys.stdout).write(text + "\n")
     finally:
         sys.setrecursionlimit(old)
