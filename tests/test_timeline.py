@@ -420,6 +420,48 @@ def test_sync_points_fold_nested_calls_and_measure_gpu_idle_after() -> None:
     assert (s.count, s.host_ns, s.idle_after_ns) == (2, 70 * US, 50 * US)
 
 
+def test_syncs_inside_one_op_call_are_one_point() -> None:
+    # given: as the Kineto importer records `x.cpu()` at train.py:40: an aten::copy_ call (100-170 µs)
+    # launching a pageable DtoH copy (call 105-150, copy 140-148) and then calling
+    # cudaStreamSynchronize (152-160); both runtime rows point at the aten::copy_ node.
+    # A bare synchronize at the top of train.py:50 points at its python frame.
+    t = Trace()
+    line40, line50 = Frame.python("train.py", 40, "step"), Frame.python("train.py", 50, "step")
+    copy_ = [line40, Frame.op("aten::copy_")]
+    t.device("gemm", 0, 130, launch_us=-1, context=(line40, Frame.op("aten::mm")))
+    t.host(copy_, 100, 70, Category.OP)
+    t.device(
+        "Memcpy DtoH (Device -> Pageable)",
+        140,
+        8,
+        category=Category.MEMCPY,
+        launch_us=105,
+        launch_dur_us=45,
+        context=copy_,
+    )
+    t.host(copy_, 152, 8, Category.SYNC)
+    t.device("next", 200, 10, launch_us=190, context=(line40, Frame.op("aten::add")))
+    t.host([line50], 300, 5, Category.SYNC)
+    t.device("after", 320, 10, launch_us=310, context=(line50, Frame.op("aten::add")))
+    # when
+    s = syncs(t.build())
+    # then
+    assert s.top == (
+        SyncPoint(
+            SyncKind.PAGEABLE_COPY,
+            "Memcpy DtoH (Device -> Pageable)",
+            "thread 1",
+            100 * US,
+            70 * US,
+            30 * US,
+            "aten::copy_",
+            "train.py:40",
+            1,
+        ),
+        SyncPoint(SyncKind.SYNC_CALL, "synchronize", "thread 1", 300 * US, 5 * US, 15 * US, None, "train.py:50"),
+    )
+
+
 def test_item_ops_known_only_from_the_tree_are_counted_untimed() -> None:
     # given: no OP rows in the timeline, but aten::item nodes in the tree (5 calls)
     t = Trace()

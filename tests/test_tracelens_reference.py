@@ -13,9 +13,10 @@ from collections import defaultdict
 from contextlib import redirect_stdout
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from kernelscope.model import FrameKind, Profile
+from kernelscope.model import Category, FrameKind, Profile
 
 TRACES = Path(__file__).parents[1].parent / "shared" / "traces"
 TRACE = TRACES / "tracelens_h100_owlv2_inference_modules_memory.json.gz"
@@ -79,11 +80,19 @@ def test_gpu_timeline_matches_tracelens(owlv2: Profile) -> None:
 
 # --- kernels -------------------------------------------------------------------------------------
 def kernel_totals(profile: Profile) -> tuple[dict[str, float], dict[str, float]]:
-    """Per kernel name: summed ``time_ns`` (µs) and ``count`` over all kernel nodes."""
+    """Per kernel name: summed ``time_ns`` (µs) and ``count`` over kernel nodes.
+
+    Copies and sets are kernel frames too, but TraceLens' kernel_summary lists only kernels:
+    keep the nodes whose timeline rows are kernels.
+    """
+    tl = profile.timeline
+    assert tl is not None
+    is_kernel = np.isin(tl.category, [int(Category.KERNEL), int(Category.COMM)])
+    kernel_nodes = set(np.unique(tl.node[is_kernel]).tolist())
     time_ns, count = profile.exclusive("time_ns"), profile.exclusive("count")
     us: dict[str, float] = defaultdict(float)
     n: dict[str, float] = defaultdict(float)
-    for node in range(1, len(profile)):
+    for node in sorted(kernel_nodes):
         f = profile.frame_of(node)
         if f.kind is FrameKind.KERNEL:
             us[f.name] += float(time_ns[node]) / 1e3

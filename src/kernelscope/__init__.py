@@ -23,7 +23,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     # The live API needs torch; import it only when asked for.
-    if name in {"profile", "start", "finalize", "activate", "deactivate", "scope"}:
+    if name in {"profile", "start", "finalize", "activate", "deactivate", "scope", "step"}:
         from .collect import api
 
         return getattr(api, name)

@@ -114,10 +114,33 @@ class Syncs:
 class _Candidate:
     kind: SyncKind
     row: int  # the row that names the point (sync call, op, copy)
+    context: int  # the node whose op and line the point reports
     host_track: int  # track the host blocked on (the copy's own stream when its launch is unknown)
     start: int
     end: int
     devices: tuple[int, ...]  # device indices whose idle follows the point
+
+
+class _OpCalls:
+    """OP rows by (node, start): which call of an op encloses a moment on a thread."""
+
+    def __init__(self, tl: Timeline) -> None:
+        rows = np.flatnonzero(tl.category == int(Category.OP))
+        rows = rows[np.lexsort((tl.start_ns[rows], tl.node[rows]))]
+        self.rows = rows
+        self.nodes = tl.node[rows]
+        self.starts = tl.start_ns[rows]
+        self.ends = self.starts + tl.dur_ns[rows]
+        self.tracks = tl.track[rows]
+
+    def enclosing(self, node: int, track: int, start: int, end: int) -> int:
+        """The OP row of ``node`` on ``track`` that contains ``[start, end]``, or -1."""
+        lo = int(np.searchsorted(self.nodes, node, side="left"))
+        hi = int(np.searchsorted(self.nodes, node, side="right"))
+        i = lo + int(np.searchsorted(self.starts[lo:hi], start, side="right")) - 1
+        if i >= lo and self.ends[i] >= end and self.tracks[i] == track:
+            return int(self.rows[i])
+        return -1
 
 
 def _name_indices(profile: Profile, pred: Any) -> npt.NDArray[np.int32]:
@@ -132,21 +155,19 @@ def _candidates(profile: Profile, tl: Timeline) -> list[_Candidate]:
     rank_devices: dict[str, tuple[int, ...]] = {}
     for i, d in enumerate(device_names):
         if any(t.device == d and t.kind == "stream" for t in tl.tracks):
-            rank_devices.setdefault(rank_of(d), ())
-            rank_devices[rank_of(d)] += (i,)
+            rank_devices[rank_of(d)] = (*rank_devices.get(rank_of(d), ()), i)
 
     def host_devices(row: int) -> tuple[int, ...]:
         return rank_devices.get(rank_of(tl.tracks[int(tl.track[row])].device), ())
 
-    out: list[_Candidate] = []
+    # (kind, naming row, context row, host track, start, end, devices)
+    raw: list[tuple[SyncKind, int, int, int, int, int, tuple[int, ...]]] = []
     end = tl.start_ns + tl.dur_ns
     for r in np.flatnonzero(cat == int(Category.SYNC)).tolist():
-        out.append(
-            _Candidate(SyncKind.SYNC_CALL, r, int(tl.track[r]), int(tl.start_ns[r]), int(end[r]), host_devices(r))
-        )
+        raw.append((SyncKind.SYNC_CALL, r, r, int(tl.track[r]), int(tl.start_ns[r]), int(end[r]), host_devices(r)))
     item_frames = _name_indices(profile, lambda f: f.kind is FrameKind.OP and f.name in ITEM_OPS)
     for r in np.flatnonzero((cat == int(Category.OP)) & np.isin(frame_of_row, item_frames)).tolist():
-        out.append(_Candidate(SyncKind.ITEM, r, int(tl.track[r]), int(tl.start_ns[r]), int(end[r]), host_devices(r)))
+        raw.append((SyncKind.ITEM, r, r, int(tl.track[r]), int(tl.start_ns[r]), int(end[r]), host_devices(r)))
     copy_frames = _name_indices(profile, lambda f: is_pageable_dtoh(f.name))
     copies = np.flatnonzero(device_rows(tl) & (cat == int(Category.MEMCPY)) & np.isin(frame_of_row, copy_frames))
     if copies.size:
@@ -154,10 +175,32 @@ def _candidates(profile: Profile, tl: Timeline) -> list[_Candidate]:
         for r in copies.tolist():
             c = int(call[r])
             if c >= 0:  # the host blocked from the copy call's start until the copy (and the call) ended
-                start, stop, track = int(tl.start_ns[c]), max(int(end[c]), int(end[r])), int(tl.track[c])
+                raw.append(
+                    (
+                        SyncKind.PAGEABLE_COPY,
+                        r,
+                        c,
+                        int(tl.track[c]),
+                        int(tl.start_ns[c]),
+                        max(int(end[c]), int(end[r])),
+                        (int(devs[r]),),
+                    )
+                )
             else:
-                start, stop, track = int(tl.start_ns[r]), int(end[r]), int(tl.track[r])
-            out.append(_Candidate(SyncKind.PAGEABLE_COPY, r, track, start, stop, (int(devs[r]),)))
+                raw.append(
+                    (SyncKind.PAGEABLE_COPY, r, r, int(tl.track[r]), int(tl.start_ns[r]), int(end[r]), (int(devs[r]),))
+                )
+    # A sync inside an op call stands for that call: one `.cpu()` is one point, however many
+    # copies and synchronize calls it made.
+    calls = _OpCalls(tl)
+    out: list[_Candidate] = []
+    for kind, row, ctx_row, track, start, stop, devices in raw:
+        node = int(tl.node[ctx_row])
+        if cat[ctx_row] != int(Category.OP) and profile.frame_of(node).kind is FrameKind.OP:
+            op_row = calls.enclosing(node, track, start, stop)
+            if op_row >= 0:
+                start, stop = int(tl.start_ns[op_row]), int(end[op_row])
+        out.append(_Candidate(kind, row, node, track, start, stop, devices))
     return out
 
 
@@ -199,12 +242,12 @@ def syncs(profile: Profile, top: int = TOP_POINTS) -> Syncs:
         if i + 1 < len(folded) and folded[i + 1][0].host_track == c.host_track:
             # the next sync on this thread takes over: idle is never claimed twice
             wait = max(0, min(wait, folded[i + 1][0].start - c.end))
-        node = int(tl.node[c.row])
-        name = profile.frame_of(node).name
+        node = c.context
+        name = _point_name(profile, c)
         points.append(
             SyncPoint(
                 kind=c.kind,
-                name=name or c.kind.value,
+                name=name,
                 track=tl.tracks[c.host_track].name,
                 start_ns=c.start,
                 dur_ns=c.end - c.start,
@@ -223,6 +266,17 @@ def syncs(profile: Profile, top: int = TOP_POINTS) -> Syncs:
         top=tuple(ranked),
         untimed=untimed,
     )
+
+
+def _point_name(profile: Profile, c: _Candidate) -> str:
+    tl = profile.timeline
+    assert tl is not None
+    f = profile.frame_of(int(tl.node[c.row]))
+    if c.kind is SyncKind.SYNC_CALL:
+        # SYNC rows point at their context node: the call's own name is kept only when that
+        # node names it (an importer may give sync calls their own frame).
+        return f.name if "ynchronize" in f.name else "synchronize"
+    return f.name
 
 
 def _untimed_items(profile: Profile, ctx: ContextIndex) -> tuple[tuple[str | None, str, int], ...]:

@@ -35,7 +35,7 @@ class ExportCommand:
             return 0
         try:
             exporter.write(profile, args.output)
-        except (FileNotFoundError, NotADirectoryError, PermissionError, IsADirectoryError) as exc:
+        except OSError as exc:  # missing folder, no permission, disk full: the output, not a bug
             raise UsageError(f"{args.output}: cannot write ({exc.strerror or exc})") from None
         return 0
 

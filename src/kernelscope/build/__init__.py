@@ -1,0 +1,1 @@
+"""Build: raw collected events into a Profile (deterministic, unit-testable from synthetic events)."""

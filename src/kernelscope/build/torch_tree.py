@@ -1,0 +1,312 @@
+"""PyTorch's in-memory event tree → calling-context tree.
+
+Input is ``prof.profiler.kineto_results.experimental_event_tree()`` (FIELD-NOTES):
+Python calls (``PyCall``/``PyCCall``, each knowing its *caller*'s file and line),
+framework ops (``TorchOp``: name, sequence number, input shapes) and allocations.
+Objects are read duck-typed, so tests can feed literals with the same attributes.
+
+Context rules (DESIGN.md definitions):
+- a Python call whose caller is user code adds ``python(file, caller line, function)``;
+  library frames add nothing (collapsed);
+- an ``nn.Module`` call adds ``module(attribute path, class)``;
+- ops nest as ops; ``record_function`` scopes become scope frames (``ProfilerStep#N`` is dropped);
+- ``autograd::engine::evaluate_function: XBackward0`` with sequence number *s* is placed under the
+  context of the forward op with sequence number *s*, inside a ``backward`` frame;
+- on a CPU-only run ``time_ns`` is an op's self time; with device activity it is kernel time.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..collect.userframes import display_path, is_user_file
+from ..model import Frame, ProfileBuilder
+from .costs import op_flops
+
+BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
+STEP_PREFIX = "ProfilerStep#"
+# torch.compile's wrappers: context (region frames), not ops.
+REGION_PREFIXES = ("Torch-Compiled Region", "CompiledFunction", "## Call CompiledFxGraph")
+
+# (event, ctx node, frame ctx (nearest non-op), user fn of the parent PyCall,
+#  forward context of the backward we are in (-1: none), inside a FLOP-counted op, scopes applied on the path)
+_Item = tuple[Any, int, int, "tuple[str, int, str] | None", int, bool, "tuple[int, ...]"]
+
+
+@dataclass
+class _Scope:
+    start: int
+    end: int
+    name: str
+    metrics: dict[str, float]
+
+
+class CompiledPlacer(Protocol):
+    """Places an Inductor kernel under the lines it fused (see collect.torch_compile)."""
+
+    def place(self, name: str, backward: bool, ctx: int, builder: ProfileBuilder, metrics: dict[str, float]) -> bool:
+        """Add the kernel's metrics at its own context; True when it knew the kernel."""
+        ...
+
+    def enter_graph(self) -> None:
+        """A new ``## Call CompiledFxGraph ##`` began: restart per-call kernel counters."""
+        ...
+
+
+@dataclass
+class WalkState:
+    """What the walk carries between sessions (activate/deactivate windows)."""
+
+    fwd_ctx: dict[int, int] = field(default_factory=dict)  # sequence number -> context node
+    corr_node: dict[int, int] = field(default_factory=dict)  # op correlation id -> node
+    ops: int = 0
+    events: int = 0
+
+
+@dataclass
+class TreeWalker:
+    builder: ProfileBuilder
+    module_path: Callable[[int], tuple[str, str] | None]  # self_ptr -> (attribute path, class)
+    device_run: bool = False  # time_ns from device kernels, not host op time
+    scope_metrics: Mapping[str, deque[dict[str, float]]] = field(default_factory=dict)
+    compiled: CompiledPlacer | None = None
+    state: WalkState = field(default_factory=WalkState)
+    _py_frames: dict[tuple[str, int, str], Frame | None] = field(default_factory=dict)
+    # record_function scopes are leaves in PyTorch's tree: we nest by time, per thread
+    _open: dict[int, list[int]] = field(default_factory=dict)  # tid -> stack of scope ids
+    _scopes: list[_Scope] = field(default_factory=list)
+    _scope_done: set[int] = field(default_factory=set)
+
+    def _enter_scopes(self, ev: Any, ctx: int, applied: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
+        """Put the scopes that hold ``ev`` but not yet on its path above it.
+
+        A scope is entered at ``ev`` when it opened within ``ev``'s parent; a parent that straddles
+        the scope's start or end (the scope's own enter/exit machinery) keeps its children outside.
+        """
+        parent = ev.parent
+        pstart, pend = (parent.start_time_ns, parent.end_time_ns) if parent is not None else (-1, 1 << 62)
+        opened = self._open.get(ev.start_tid)
+        if not opened:
+            return ctx, applied
+        t = ev.start_time_ns
+        while opened and self._scopes[opened[-1]].end <= t:
+            opened.pop()
+        for sid in opened:
+            sc = self._scopes[sid]
+            if sid in applied or ev.end_time_ns > sc.end or sc.start < pstart or pend < sc.end:
+                continue
+            ctx = self.builder.child(ctx, Frame.scope(sc.name))
+            if sid not in self._scope_done:
+                self._scope_done.add(sid)
+                self.builder.add_many(ctx, sc.metrics)
+            applied = (*applied, sid)
+        return ctx, applied
+
+    def _open_scope(self, ev: Any) -> None:
+        queue = self.scope_metrics.get(ev.name)
+        sid = len(self._scopes)
+        self._scopes.append(_Scope(ev.start_time_ns, ev.end_time_ns, ev.name, queue.popleft() if queue else {}))
+        opened = self._open.setdefault(ev.start_tid, [])
+        while opened and self._scopes[opened[-1]].end <= ev.start_time_ns:
+            opened.pop()
+        opened.append(sid)
+
+    # --- frames -----------------------------------------------------------------
+    def _python(self, file: str, line: int, function: str) -> Frame | None:
+        key = (file, line, function)
+        frame = self._py_frames.get(key, self)  # self = sentinel
+        if frame is self:
+            frame = Frame.python(display_path(file), line, function) if is_user_file(file) else None
+            self._py_frames[key] = frame
+        return frame  # type: ignore[return-value]
+
+    # --- the walk ---------------------------------------------------------------
+    def walk(self, roots: Iterable[Any]) -> None:
+        b = self.builder
+        st = self.state
+        # stack items: (event, ctx node, frame ctx (nearest non-op), user fn of parent PyCall,
+        #               forward context of the backward we are in (-1: none), inside a FLOP-counted op)
+        roots = list(roots)
+        top = {id(r) for r in roots}
+        stack: list[_Item] = [(r, 0, 0, None, -1, False, ()) for r in reversed(roots)]
+        while stack:
+            ev, ctx, fctx, user_fn, bwd_base, counted, applied = stack.pop()
+            st.events += 1
+            tag = ev.tag.name
+            children = ev.children
+            if self._open and tag != "Allocation":
+                new_ctx, applied = self._enter_scopes(ev, ctx, applied)
+                if new_ctx != ctx:
+                    ctx = fctx = new_ctx
+            if tag == "PyCall" or tag == "PyCCall":
+                ex = ev.extra_fields
+                caller = ex.caller
+                node = ctx
+                try:
+                    frame = self._python(caller.file_name, caller.line_number, caller.function_name)
+                    if frame is not None and id(ev) in top and tag == "PyCall" and ex.callsite.function_name == frame.name:
+                        # a frame already running when recording began reports itself, at that
+                        # moment's line, as its caller: a stale line, not a call site
+                        frame = None
+                except UnicodeDecodeError:  # torch can hand back undecodable names (dynamo frames)
+                    frame = None
+                if frame is not None:
+                    node = b.child(node, frame)
+                fn: tuple[str, int, str] | None = None
+                if tag == "PyCall":
+                    mod = ex.module
+                    if mod is not None:
+                        info = self.module_path(mod.self_ptr)
+                        path, cls = info if info is not None else (ev.name.removeprefix("nn.Module: "), mod.cls_name)
+                        node = b.child(node, Frame.module_(path, cls))
+                    site = ex.callsite
+                    try:
+                        if is_user_file(site.file_name):
+                            fn = (site.file_name, site.line_number, site.function_name)
+                    except UnicodeDecodeError:
+                        fn = None
+                if children:
+                    nf = node if node != ctx else fctx
+                    stack.extend((c, node, nf, fn, bwd_base, counted, applied) for c in reversed(children))
+                continue
+            if tag == "Allocation":
+                size = ev.extra_fields.alloc_size
+                if size > 0:
+                    b.add(ctx, "alloc_bytes", float(size))
+                continue
+            if tag != "TorchOp":
+                continue  # Kineto/backend/vulkan records: device work comes from kineto events
+            st.ops += 1
+            self._torch_op(ev, ctx, fctx, user_fn, bwd_base, counted, applied, stack)
+
+    def _torch_op(
+        self,
+        ev: Any,
+        ctx: int,
+        fctx: int,
+        user_fn: tuple[str, int, str] | None,
+        bwd_base: int,
+        counted: bool,
+        applied: tuple[int, ...],
+        stack: list[_Item],
+    ) -> None:
+        b = self.builder
+        st = self.state
+        ex = ev.extra_fields
+        name: str = ev.name
+        scope = ex.scope.name
+        children = ev.children
+
+        # an op called straight from a user function (no builtin call in between, e.g. `x + y`):
+        # we know the function, not the line; use its first line.
+        if user_fn is not None:
+            frame = self._python(*user_fn)
+            if frame is not None:
+                ctx = fctx = b.child(ctx, frame)
+
+        child_time = 0
+        allocs = 0.0
+        has_child_op = False
+        for c in children:
+            t = c.tag.name
+            if t == "TorchOp":
+                child_time += c.duration_time_ns
+                has_child_op = True
+            elif t == "Allocation":
+                size = c.extra_fields.alloc_size
+                if size > 0:
+                    allocs += size
+        self_ns = float(max(ev.duration_time_ns - child_time, 0))
+
+        if scope == "USER_SCOPE":
+            # steps would split the tree once per step: drop them
+            if not name.startswith(STEP_PREFIX):
+                self._open_scope(ev)
+            if children:
+                stack.extend((c, ctx, fctx, None, bwd_base, counted, applied) for c in reversed(children))
+            return
+
+        if name.startswith(BACKWARD_PREFIX):
+            bwd_name = name[len(BACKWARD_PREFIX) :]
+            fwd = st.fwd_ctx.get(ex.sequence_number) if ex.sequence_number >= 0 else None
+            if fwd is not None:
+                bwd_base, base = fwd, b.child(fwd, Frame.backward())
+            elif bwd_base >= 0:
+                base = fctx  # already inside a backward frame
+            else:
+                bwd_base, base = fctx, b.child(fctx, Frame.backward())
+            node = fctx = b.child(base, Frame.op(bwd_name))
+        elif scope == "BACKWARD_FUNCTION" and b.frame_of(ctx).name == name:
+            node = ctx  # the node inside `evaluate_function: X` is X again: fold it in
+        elif name.startswith(REGION_PREFIXES):
+            if ex.sequence_number >= 0 and bwd_base < 0:
+                st.fwd_ctx[ex.sequence_number] = fctx
+            if self.compiled is not None and name.startswith("## Call CompiledFxGraph"):
+                self.compiled.enter_graph()
+            node = fctx = b.child(ctx, Frame.region(name.strip("# ")))
+        else:
+            if ex.sequence_number >= 0 and bwd_base < 0:
+                st.fwd_ctx[ex.sequence_number] = fctx
+            if self.compiled is not None and not has_child_op:
+                metrics = {"count": 1.0, "cpu_time_ns": self_ns}
+                if not self.device_run:
+                    metrics["time_ns"] = self_ns
+                if allocs:
+                    metrics["alloc_bytes"] = allocs
+                place_ctx = bwd_base if bwd_base >= 0 else fctx
+                if self.compiled.place(name, bwd_base >= 0, place_ctx, b, metrics):
+                    return
+            node = b.child(ctx, Frame.op(name))
+
+        b.add(node, "count", 1.0)
+        b.add(node, "cpu_time_ns", self_ns)
+        if not self.device_run:
+            b.add(node, "time_ns", self_ns)
+        if allocs:
+            b.add(node, "alloc_bytes", allocs)
+        corr = ev.correlation_id
+        if corr:
+            st.corr_node[corr] = node
+
+        if not counted or not has_child_op:
+            shapes = None
+            flops = None if counted else op_flops(name, shapes := _shapes(ex.inputs))
+            if flops is not None:
+                counted = True
+                if flops:
+                    b.add(node, "flops", flops)
+            if not has_child_op:
+                nbytes = _input_bytes(ex.inputs) + allocs
+                if nbytes:
+                    b.add(node, "bytes", nbytes)
+            del shapes
+        if children:
+            stack.extend((c, node, fctx, None, bwd_base, counted, applied) for c in reversed(children))
+
+
+def _shapes(inputs: Iterable[Any]) -> list[list[int] | None]:
+    out: list[list[int] | None] = []
+    for i in inputs:
+        sizes = getattr(i, "sizes", None)
+        out.append(list(sizes) if sizes is not None else None)
+    return out
+
+
+def _input_bytes(inputs: Iterable[Any]) -> float:
+    total = 0.0
+    for i in inputs:
+        items = i if isinstance(i, list) else (i,)
+        for t in items:
+            sizes = getattr(t, "sizes", None)
+            if sizes is None:
+                continue
+            dtype = t.dtype
+            itemsize = getattr(dtype, "itemsize", 4) if dtype is not None else 4
+            n = 1
+            for s in sizes:
+                n *= s
+            total += n * itemsize
+    return total

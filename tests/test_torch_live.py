@@ -1,0 +1,159 @@
+"""End-to-end: `kernelscope run` on real PyTorch programs (CPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, env_without_color
+
+from kernelscope import load
+from kernelscope.model import FrameKind
+
+pytest.importorskip("torch")
+pytestmark = pytest.mark.slow
+
+FIXTURES = REPO / "tests" / "fixtures"
+EXAMPLE = REPO / "examples" / "tiny_transformer.py"
+
+
+def ks(*args: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kernelscope", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env_without_color(),
+    )
+
+
+def by(profile_path: Path, key: str, cwd: Path) -> dict:
+    r = ks("view", str(profile_path), "--by", key, "--json", cwd=cwd)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def null_share(doc: dict) -> float:
+    null = sum(r["metrics"]["time_ns"] for r in doc["rows"] if r["key"] is None)
+    return null / doc["total"]["time_ns"]
+
+
+@pytest.fixture(scope="module")
+def example_profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cwd = tmp_path_factory.mktemp("example")
+    r = ks("run", "-o", "ex.ksprof", "--no-view", str(EXAMPLE), "--steps", "3", cwd=cwd)
+    assert r.returncode == 0, r.stderr
+    assert "trained 3 steps" in r.stdout  # the program's own output is untouched
+    return cwd / "ex.ksprof"
+
+
+@pytest.mark.parametrize("script", ["example", "convnet"])
+def test_almost_all_time_is_on_user_lines(script: str, example_profile: Path, tmp_path: Path) -> None:
+    if script == "example":
+        path = example_profile
+    else:
+        r = ks("run", "-o", "cnn.ksprof", "--no-view", str(FIXTURES / "convnet_train.py"), "2", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        path = tmp_path / "cnn.ksprof"
+    doc = by(path, "line", path.parent)
+    assert doc["total"]["time_ns"] > 0
+    assert null_share(doc) < 0.01
+    modules = [r["key"] for r in by(path, "module", path.parent)["rows"] if r["key"]]
+    assert all("_" not in m.split(".")[-1] or not m.split(".")[-1].split("_")[-1].isdigit() for m in modules)
+    if script == "example":
+        assert {"blocks.0.attn.qkv", "blocks.1.mlp.fc", "head"} <= set(modules)
+    else:
+        assert {"features.0", "features.4", "classifier"} <= set(modules)
+
+
+def test_linear_backward_sits_under_its_forward_line(example_profile: Path) -> None:
+    p = load(example_profile)
+    p.check()
+    found = []
+    for node in range(1, len(p)):
+        f = p.frame_of(node)
+        if f.kind is FrameKind.OP and f.name == "AddmmBackward0":
+            path = p.path(node)
+            kinds = [x.kind for x in path]
+            mod = [x for x in path if x.kind is FrameKind.MODULE][-1]
+            line = [x for x in path if x.kind is FrameKind.PYTHON][-1]
+            assert kinds.index(FrameKind.BACKWARD) > kinds.index(FrameKind.MODULE)
+            found.append((mod.name, line.file.endswith("tiny_transformer.py")))
+    assert ("blocks.0.attn.qkv", True) in found
+    assert p.total("flops") > 0 and p.total("bytes") > 0 and p.total("alloc_bytes") > 0
+    assert p.metadata["frameworks"]["torch"].startswith("2.")
+
+
+def test_optimizer_step_lands_on_its_line(example_profile: Path) -> None:
+    doc = by(example_profile, "line", example_profile.parent)
+    src = EXAMPLE.read_text().splitlines()
+    step_line = next(i + 1 for i, text in enumerate(src) if "opt.step()" in text)
+    keys = {r["key"] for r in doc["rows"]}
+    assert any(k and k.endswith(f"tiny_transformer.py:{step_line}") for k in keys)
+
+
+def test_api_scopes_user_metrics_deactivate_and_skip_first(tmp_path: Path) -> None:
+    out = tmp_path / "api.ksprof"
+    r = subprocess.run([sys.executable, str(FIXTURES / "api_scopes.py"), str(out)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    p = load(out)
+    p.check()
+    # 4 steps, the first skipped: 3 recorded scopes with 8 samples each
+    assert p.total("samples") == 24.0
+    scopes = [n for n in range(len(p)) if p.frame_of(n).kind is FrameKind.SCOPE and p.frame_of(n).name == "train_step"]
+    assert scopes and all(p.exclusive("samples")[n] for n in scopes)
+    ops = {p.frame_of(n).name for n in range(len(p)) if p.frame_of(n).kind is FrameKind.OP}
+    assert "aten::addmm" in ops
+    assert "aten::mm" not in {p.frame_of(n).name for n in range(len(p)) if p.frame_of(n).kind is FrameKind.OP and not any(f.kind is FrameKind.BACKWARD for f in p.path(n))}
+
+
+def test_script_that_raises_keeps_profile_and_exit_code(tmp_path: Path) -> None:
+    r = ks("run", "-o", "r.ksprof", str(FIXTURES / "raises.py"), cwd=tmp_path)
+    assert r.returncode == 1
+    assert "ValueError: planted failure" in r.stderr
+    assert "kernelscope/" not in r.stderr  # the program's traceback, not ours
+    assert load(tmp_path / "r.ksprof").total("count") > 0
+
+
+def test_script_exit_code_and_argv_are_kept(tmp_path: Path) -> None:
+    r = ks("run", "--no-view", "-o", "e.ksprof", str(FIXTURES / "exits3.py"), "a", "--flag", cwd=tmp_path)
+    assert r.returncode == 3
+    assert "argv: ['a', '--flag']" in r.stdout
+    assert (tmp_path / "e.ksprof").exists()
+
+
+def test_ctrl_c_saves_the_profile(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernelscope", "run", "--no-view", "-o", "c.ksprof", str(FIXTURES / "sleepy.py")],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env_without_color(),
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert "Traceback" not in err
+    assert load(tmp_path / "c.ksprof").total("count") > 0
+
+
+def test_missing_script_and_bad_inputs_are_one_line(tmp_path: Path) -> None:
+    r = ks("run", "nope.py", cwd=tmp_path)
+    assert (r.returncode, r.stderr.count("\n")) == (2, 1) and "no such file" in r.stderr
+    (tmp_path / "bad.ksprof").write_bytes(b"PK\x03\x04garbage")
+    r = ks("view", "bad.ksprof", cwd=tmp_path)
+    assert (r.returncode, r.stderr.count("\n")) == (2, 1) and "Traceback" not in r.stderr
+    r = ks("view", "bad.ksprof", "--by", "nonsense", cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".ksprof-")]
