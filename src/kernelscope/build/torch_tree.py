@@ -105,10 +105,10 @@ class TreeWalker:
             applied = (*applied, sid)
         return ctx, applied
 
-    def _open_scope(self, ev: Any) -> None:
-        queue = self.scope_metrics.get(ev.name)
+    def _open_scope(self, ev: Any, name: str) -> None:
+        queue = self.scope_metrics.get(name)
         sid = len(self._scopes)
-        self._scopes.append(_Scope(ev.start_time_ns, ev.end_time_ns, ev.name, queue.popleft() if queue else {}))
+        self._scopes.append(_Scope(ev.start_time_ns, ev.end_time_ns, name, queue.popleft() if queue else {}))
         opened = self._open.setdefault(ev.start_tid, [])
         while opened and self._scopes[opened[-1]].end <= ev.start_time_ns:
             opened.pop()
@@ -160,7 +160,7 @@ class TreeWalker:
                     mod = ex.module
                     if mod is not None:
                         info = self.module_path(mod.self_ptr)
-                        path, cls = info if info is not None else (ev.name.removeprefix("nn.Module: "), mod.cls_name)
+                        path, cls = info if info is not None else (mod.cls_name, mod.cls_name)
                         node = b.child(node, Frame.module_(path, cls))
                     site = ex.callsite
                     try:
@@ -196,7 +196,10 @@ class TreeWalker:
         b = self.builder
         st = self.state
         ex = ev.extra_fields
-        name: str = ev.name
+        try:
+            name: str = ev.name
+        except UnicodeDecodeError:  # seen with torch.compile on 2.13: a corrupt name
+            name = "<undecodable op name>"
         scope = ex.scope.name
         children = ev.children
 
@@ -224,7 +227,7 @@ class TreeWalker:
         if scope == "USER_SCOPE":
             # steps would split the tree once per step: drop them
             if not name.startswith(STEP_PREFIX):
-                self._open_scope(ev)
+                self._open_scope(ev, name)
             if children:
                 stack.extend((c, ctx, fctx, None, bwd_base, counted, applied) for c in reversed(children))
             return

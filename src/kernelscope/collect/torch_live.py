@@ -14,6 +14,7 @@ import platform
 import socket
 import sys
 import time
+import warnings
 from collections import defaultdict, deque
 from typing import Any
 
@@ -40,11 +41,19 @@ class ModuleRegistry:
         import torch
 
         seen = self._seen
+        is_compiling = torch.compiler.is_compiling
 
         def hook(module: Any, args: Any) -> None:
-            seen.setdefault(id(module), module)
+            # Under torch.compile tracing this is constant-folded away: recording the module
+            # there would be a side effect Dynamo refuses. Compiled code gets its module paths
+            # from Inductor's provenance instead.
+            if not is_compiling():
+                seen.setdefault(id(module), module)
 
         self._handle = torch.nn.modules.module.register_module_forward_pre_hook(hook)
+        # torch warns that global hooks fire once more for an OptimizedModule: harmless for a
+        # hook that only remembers modules, and noise in the user's output.
+        warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks")
 
     def remove(self) -> None:
         if self._handle is not None:
@@ -198,7 +207,13 @@ class Session:
             compiled=placer,
             state=self._walk_state,
         )
-        walker.walk(results.experimental_event_tree())
+        roots = results.experimental_event_tree()
+        walker.walk(roots)
+        if self._compile is not None:
+            try:
+                self._compile.observe_events(roots)
+            except Exception as exc:  # private torch data: degrade to a warning, never lose the profile
+                self.warnings.append(f"compiled-region timing skipped ({type(exc).__name__}: {exc})")
         self.events += self._walk_state.events
         self._walk_state.events = 0
         if device_events:

@@ -60,6 +60,8 @@ def is_user_file(filename: str) -> bool:
     if not filename or filename.startswith("<"):
         return False  # <string>, <frozen ...>, <built-in>, generated code
     real = os.path.realpath(resolve(filename))
+    if not os.path.isfile(real):
+        return False  # code generated at run time (AOTAutograd's codegen(...), exec'd strings)
     for p in _forced():
         if real.startswith(p + os.sep) or real == p:
             return True

@@ -1,1 +1,201 @@
-"""placeholder"""
+"""Proton / hatchet literal profiles (``.hatchet``, Proton's ``.json``).
+
+The literal is a list ``[root, device_info]`` (what Proton writes) or a root node, or a list of
+roots (hatchet's ``from_literal``). A node is ``{"frame": {"name", "type"}, "metrics": {...},
+"children": [...]}``. Proton's viewer calls ``update_inclusive_columns()`` on load, so literal
+metrics are per-node (exclusive); a metric named ``"... (inc)"`` is inclusive and is turned into
+exclusive values here (node minus its children, clamped at 0).
+
+Frames: a name ``path/file.py:function@line`` becomes a python frame; a node that carries a
+device (``device_id``/``device_type``) or is a leaf under a scope becomes a kernel; other nodes
+become scopes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import msgspec
+
+from ..errors import BadInputError
+from ..model import Frame, Profile, ProfileBuilder
+from .registry import Importer, register
+
+__all__ = ["load_proton", "metric_of", "sniff_proton"]
+
+_PY = re.compile(r"^(.+\.py):(.+)@(\d+)$")
+_TIME = re.compile(r"^time \((ns|us|ms|s)\)$")
+_TIME_SCALE = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+_SKIP_METRICS = frozenset({"device_id", "device_type"})
+
+
+def sniff_proton(path: str, head: bytes) -> bool:
+    start = head.lstrip()[:1]
+    if start not in (b"{", b"["):
+        return False
+    return b'"frame"' in head and (b'"metrics"' in head or b'"children"' in head) and b'"traceEvents"' not in head
+
+
+def metric_of(raw: str) -> tuple[str, float, bool] | None:
+    """A literal metric name -> (kernelscope metric, scale to apply, inclusive?); None to drop it."""
+    name = raw.strip()
+    inclusive = name.endswith("(inc)")
+    if inclusive:
+        name = name[: -len("(inc)")].strip()
+    low = name.lower()
+    if low in _SKIP_METRICS:
+        return None
+    m = _TIME.match(low)
+    if m is not None:
+        return "time_ns", _TIME_SCALE[m.group(1)], inclusive
+    if low == "time":
+        return "time_ns", 1.0, inclusive
+    if low == "count":
+        return "count", 1.0, inclusive
+    if re.fullmatch(r"flops\d*", low):
+        return "flops", 1.0, inclusive
+    if low == "bytes":
+        return "bytes", 1.0, inclusive
+    safe = re.sub(r"[^a-z0-9_]+", "_", low).strip("_")
+    return (safe or "metric"), 1.0, inclusive
+
+
+def load_proton(path: str) -> Profile:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise BadInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        doc = msgspec.json.decode(data)
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        raise BadInputError(f"{path}: malformed JSON ({exc}); not a readable Proton/hatchet profile") from None
+    except RecursionError:
+        raise BadInputError(f"{path}: JSON nested too deeply for a Proton/hatchet profile") from None
+    roots, device_info = _split(path, doc)
+    return build_proton(roots, device_info, path)
+
+
+def _split(path: str, doc: Any) -> tuple[list[dict[str, Any]], Any]:
+    if isinstance(doc, dict):
+        doc = [doc]
+    if not isinstance(doc, list) or not doc:
+        raise BadInputError(f"{path}: expected a hatchet literal (a node or a list of nodes)")
+    roots = [item for item in doc if isinstance(item, dict) and "frame" in item]
+    extra = [item for item in doc if not (isinstance(item, dict) and "frame" in item)]
+    if not roots:
+        raise BadInputError(f"{path}: no hatchet nodes (objects with a 'frame'); not a Proton/hatchet profile")
+    return roots, (extra[0] if extra else None)
+
+
+def build_proton(roots: list[dict[str, Any]], device_info: Any, path: str = "<literal>") -> Profile:
+    """Build from decoded literal roots (``Frame`` per node, exclusive metrics)."""
+    b = ProfileBuilder()
+    warnings: dict[str, int] = {}
+    inclusive_cols: set[str] = set()
+    scale: dict[str, tuple[str, float, bool]] = {}
+    # iterative DFS: deep stacks must not hit the recursion limit
+    stack: list[tuple[Any, int, bool]] = [(r, 0, True) for r in reversed(roots)]
+    # inclusive metrics need children's values: remember (node, metric, value) and subtract later
+    inc_values: dict[tuple[int, str], float] = {}
+    proton_root = _is_proton_root(roots)
+    while stack:
+        item, parent, is_root = stack.pop()
+        if not isinstance(item, dict):
+            warnings["non-object nodes skipped"] = warnings.get("non-object nodes skipped", 0) + 1
+            continue
+        frame_data = item.get("frame")
+        metrics = item.get("metrics")
+        children = item.get("children")
+        if not isinstance(children, list):
+            children = []
+        if not isinstance(metrics, dict):
+            metrics = {}
+        if is_root and proton_root:
+            node = 0  # Proton's ROOT frame is our root
+        else:
+            frame = _frame(frame_data, metrics, bool(children), parent)
+            node = b.child(parent, frame)
+        for raw, value in metrics.items():
+            if not isinstance(raw, str) or isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            spec = scale.get(raw)
+            if spec is None:
+                found = metric_of(raw)
+                if found is None:
+                    continue
+                spec = scale[raw] = found
+            metric, factor, inclusive = spec
+            v = float(value) * factor
+            if not math.isfinite(v):
+                warnings["non-finite metric values dropped"] = warnings.get("non-finite metric values dropped", 0) + 1
+                continue
+            b.ensure_metric(metric)
+            if inclusive:
+                inclusive_cols.add(metric)
+                key = (node, metric)
+                inc_values[key] = inc_values.get(key, 0.0) + v
+            elif v:
+                b.add(node, metric, v)
+        for kid in reversed(children):
+            stack.append((kid, node, False))
+    if inc_values:
+        _add_exclusive_from_inclusive(b, inc_values)
+    meta: dict[str, Any] = {"source": {"format": "proton", "path": path}, "import_warnings": warnings}
+    if device_info is not None:
+        meta["devices"] = device_info
+    if inclusive_cols:
+        meta["source"]["inclusive_metrics_converted"] = sorted(inclusive_cols)
+    return b.build(meta)
+
+
+def _is_proton_root(roots: list[dict[str, Any]]) -> bool:
+    """Proton writes one root frame named ``ROOT``; it maps onto our root node."""
+    if len(roots) != 1:
+        return False
+    frame = roots[0].get("frame")
+    name = frame.get("name") if isinstance(frame, dict) else None
+    return isinstance(name, str) and name.upper() == "ROOT"
+
+
+def _frame(data: Any, metrics: dict[str, Any], has_children: bool, parent: int) -> Frame:
+    name = data.get("name") if isinstance(data, dict) else data
+    if not isinstance(name, str):
+        name = "<unnamed>" if name is None else str(name)
+    m = _PY.match(name)
+    if m is not None:
+        return Frame.python(m.group(1), int(m.group(3)), m.group(2))
+    if has_children:
+        return Frame.scope(name)  # kernels are leaves (only estimated parts may sit under one)
+    if "device_id" in metrics or "device_type" in metrics:
+        dev = metrics.get("device_id")
+        if isinstance(dev, str) and dev.isdigit():
+            dev = int(dev)
+        device = f"cuda:{int(dev)}" if isinstance(dev, (int, float)) and math.isfinite(dev) else ""
+        return Frame.kernel(name, device)
+    return Frame.kernel(name) if parent != 0 else Frame.scope(name)
+
+
+def _add_exclusive_from_inclusive(b: ProfileBuilder, inc_values: dict[tuple[int, str], float]) -> None:
+    kids_sum: dict[tuple[int, str], float] = {}
+    for (node, metric), value in inc_values.items():
+        if node == 0:
+            continue
+        key = (b.parent_of(node), metric)
+        kids_sum[key] = kids_sum.get(key, 0.0) + value
+    for (node, metric), value in inc_values.items():
+        own = value - kids_sum.get((node, metric), 0.0)
+        if own > 0:
+            b.add(node, metric, own)
+
+
+register(
+    Importer(
+        name="proton",
+        description="Proton/hatchet profile (.hatchet, Proton .json)",
+        sniff=sniff_proton,
+        load=load_proton,
+    )
+)

@@ -42,11 +42,14 @@ def load_kineto(path: str) -> Profile:
         raise BadInputError(f"{path}: JSON nested too deeply; not a Kineto/Chrome trace") from None
     except MemoryError:
         raise BadInputError(f"{path}: out of memory while reading the trace") from None
-    if tables.events_seen == 0 and not reader.header:
-        raise BadInputError(f"{path}: trace has no events")
-    kept = len(tables.host) + len(tables.device)
-    if kept == 0 and tables.events_seen > 0 and not tables.categories.keys() - {"None"}:
-        raise BadInputError(f"{path}: no trace events kernelscope understands (no ops, kernels or annotations)")
+    if tables.events_seen == 0:
+        raise BadInputError(f"{path}: the trace has no events (nothing was recorded)")
+    if len(tables.host) + len(tables.device) == 0:
+        seen = ", ".join(repr(c[:40]) for c, _n in tables.categories.most_common(4)) or "none"
+        raise BadInputError(
+            f"{path}: no ops, kernels or annotations among {tables.events_seen:,} events "
+            f"(unknown categories: {seen}); not a PyTorch/Kineto trace"
+        )
     for cat, n in tables.categories.items():
         warnings[f"events of unknown category {cat[:60]!r} skipped"] += n
     metadata = _metadata(path, reader.header, tables, warnings, reader.bytes_read)
@@ -81,7 +84,7 @@ def _metadata(
         for key in ("rank", "world_size"):
             if type(dist.get(key)) is int:
                 meta[key] = dist[key]
-    firsts = [min(col) for col in (tables.host.start, tables.device.start) if len(col)]
+    firsts = [int(t.column("start").min()) for t in (tables.host, tables.device) if len(t)]
     if firsts:
         meta["trace_start_ns"] = int(min(firsts))
     if tables.triton_files:

@@ -1,7 +1,8 @@
 """Joins and the calling-context tree: compact event tables -> Profile.
 
 1. Host events are sorted by (thread, start, longest first, outer kind first) and swept with a
-   stack per thread: nesting is time containment. Each op, user python frame, module, scope and
+   stack per thread: nesting is time containment (an event that starts inside another but ends after
+   it is clipped to it and counted, so that one skewed event cannot unnest everything after it). Each op, user python frame, module, scope and
    region becomes a frame under the innermost enclosing one; ``ProfilerStep#N`` is hoisted to the
    top of the path; runtime calls take the node of the innermost enclosing frame (their context).
 2. Backward: on threads that run autograd (ops carrying ``Fwd thread id`` > 0), the outermost op
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import array
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -40,6 +42,8 @@ _DEVICE_CATEGORY = {
     Kind.MEMSET: Category.MEMSET,
     Kind.COMM: Category.COMM,
 }
+
+_BLOCK = 1 << 16  # events converted to Python lists at a time
 
 # stack entry fields
 _END, _NODE, _DUR, _CHILD, _FLOPS, _CHILD_FLOPS, _BW, _KIND = range(8)
@@ -145,36 +149,37 @@ def _sweep_host(
     launch_node = array.array("q")
     if n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    thread = np.frombuffer(h.thread, dtype=np.int32)
-    start = np.frombuffer(h.start, dtype=np.int64)
-    end = start + np.frombuffer(h.dur, dtype=np.int64)
-    kind = np.frombuffer(h.kind, dtype=np.int8)
-    fwd = np.frombuffer(h.fwd, dtype=np.int64)
+    thread = h.column("thread")
+    start = h.column("start")
+    end = start + h.column("dur")
+    kind = h.column("kind")
+    fwd = h.column("fwd")
     bw_threads = np.unique(thread[(kind == Kind.OP) & (fwd > 0)])
     late = np.zeros(len(tables.threads), dtype=np.int8)
     late[bw_threads] = 1  # autograd threads after forward threads: their ops look up forward ops
     order = np.lexsort((kind, -end, start, thread, late[thread]))
     del late
 
-    th = thread[order].tolist()
-    st = start[order].tolist()
-    en = end[order].tolist()
-    kd = kind[order].tolist()
-    nm = np.frombuffer(h.name, dtype=np.int32)[order].tolist()
-    ext = np.frombuffer(h.ext, dtype=np.int64)[order].tolist()
-    corr = np.frombuffer(h.corr, dtype=np.int64)[order].tolist()
-    seq = np.frombuffer(h.seq, dtype=np.int64)[order].tolist()
-    fw = fwd[order].tolist()
-    val = np.frombuffer(h.value, dtype=np.float64)[order].tolist()
-    del order, end
+    columns = (
+        thread,
+        start,
+        end,
+        kind,
+        h.column("name"),
+        h.column("ext"),
+        h.column("corr"),
+        h.column("seq"),
+        fwd,
+        h.column("value"),
+    )
 
     bw_set = set(bw_threads.tolist())
-    frames = tables.frames
     b = tree.b
     child = tree.child
     r_node, r_track, r_start, r_dur = rows.node.append, rows.track.append, rows.start.append, rows.dur.append
     r_cat, r_flags, r_corr = rows.category.append, rows.flags.append, rows.correlation.append
-    ext_node: dict[int, int] = {}  # External id -> op node (launches outside any op on their thread)
+    op_ext = array.array("q")  # External id and node of every op: the fallback for launches outside any op
+    op_node = array.array("q")
     fwd_seq: dict[int, int] = {}  # sequence number -> forward op node
     fwd_seq_from_bw: set[int] = set()
     K_STEP, K_OP, K_RUNTIME, K_SYNC, K_MEMORY = Kind.STEP, Kind.OP, Kind.RUNTIME, Kind.SYNC, Kind.MEMORY
@@ -204,93 +209,117 @@ def _sweep_host(
     base = 0
     track = 0
     is_bw_thread = False
-    for i in range(len(th)):
-        t = th[i]
-        if t != cur:
-            while stack:
-                pop()
-            cur = t
-            track = t
-            is_bw_thread = t in bw_set
-            base = tree.child_frame(0, Frame.backward()) if is_bw_thread else 0
-        s = st[i]
-        e_ = en[i]
-        while stack:
-            top_end = stack[-1][_END]
-            if top_end <= s:
-                pop()
-            elif e_ > top_end:
-                overlaps += 1
-                pop()
-            else:
-                break
-        parent = stack[-1][_NODE] if stack else base
-        k = kd[i]
-        if k == K_MEMORY:
-            alloc[parent] += val[i]
-            continue
-        in_bw = bool(stack) and stack[-1][_BW]
-        if k == K_RUNTIME or k == K_SYNC:
-            node = parent
-            c = corr[i]
-            if c >= 0:
-                launch_corr.append(c)
-                launch_node.append(node)
-                if not stack and ext[i] >= 0:
-                    pending_rt.append((len(launch_node) - 1, ext[i]))
-            r_node(node)
-            r_track(track)
-            r_start(s)
-            r_dur(e_ - s)
-            r_cat(C_SYNC if k == K_SYNC else C_RUNTIME)
-            r_flags(0)
-            r_corr(c)
-        elif k == K_STEP:
-            step = child(base, nm[i])
-            count[step] += 1
-            node = b.path(tree.path_frames(parent, stop=base), start=step) if parent != base else step
-        else:
-            if k == K_OP and is_bw_thread and not in_bw and fw[i] > 0:
-                fwd_op = fwd_seq.get(seq[i])
-                if fwd_op is not None:
-                    parent = tree.child_frame(tree.forward_context(fwd_op), Frame.backward())
-                else:
-                    unmatched_bw += 1
-                in_bw = True
-            node = child(parent, nm[i])
-            count[node] += 1
-            if k == K_OP:
-                if ext[i] >= 0:
-                    ext_node[ext[i]] = node
-                sq = seq[i]
-                if sq >= 0 and fw[i] <= 0 and (not is_bw_thread or sq not in fwd_seq or sq in fwd_seq_from_bw):
-                    fwd_seq[sq] = node
-                    if is_bw_thread:
-                        fwd_seq_from_bw.add(sq)
+    for th, st, en, kd, nm, ext, corr, seq, fw, val in _blocks(order, columns):
+        for i in range(len(th)):
+            t = th[i]
+            if t != cur:
+                while stack:
+                    pop()
+                cur = t
+                track = t
+                is_bw_thread = t in bw_set
+                base = tree.child_frame(0, Frame.backward()) if is_bw_thread else 0
+            s = st[i]
+            e_ = en[i]
+            while stack:  # close what ended before this event (pop(), inlined: the hottest loop)
+                e = stack[-1]
+                if e[_END] > s:
+                    if e_ > e[_END]:  # starts inside, ends after: clip it to its parent (rounding, clock skew)
+                        overlaps += 1
+                        e_ = e[_END]
+                    break
+                stack.pop()
+                self_t = e[_DUR] - e[_CHILD]
+                if self_t > 0:
+                    cpu_time[e[_NODE]] += self_t
+                    if e[_KIND] == K_OP:
+                        op_time[e[_NODE]] += self_t
+                if e[_FLOPS] and not e[_CHILD_FLOPS]:
+                    flops[e[_NODE]] += e[_FLOPS]
+                if stack:
+                    top = stack[-1]
+                    top[_CHILD] += e[_DUR]
+                    if e[_FLOPS] or e[_CHILD_FLOPS]:
+                        top[_CHILD_FLOPS] = True
+            parent = stack[-1][_NODE] if stack else base
+            k = kd[i]
+            if k == K_MEMORY:
+                alloc[parent] += val[i]
+                continue
+            in_bw = bool(stack) and stack[-1][_BW]
+            if k in (K_RUNTIME, K_SYNC):
+                node = parent
+                c = corr[i]
+                if c >= 0:
+                    launch_corr.append(c)
+                    launch_node.append(node)
+                    if not stack and ext[i] >= 0:
+                        pending_rt.append((len(launch_node) - 1, ext[i]))
                 r_node(node)
                 r_track(track)
                 r_start(s)
                 r_dur(e_ - s)
-                r_cat(C_OP)
+                r_cat(C_SYNC if k == K_SYNC else C_RUNTIME)
                 r_flags(0)
-                r_corr(-1)
-        stack.append([e_, node, e_ - s, 0, val[i] if k == K_OP else 0.0, False, in_bw, k])
+                r_corr(c)
+            elif k == K_STEP:
+                step = child(base, nm[i])
+                count[step] += 1
+                node = b.path(tree.path_frames(parent, stop=base), start=step) if parent != base else step
+            else:
+                if k == K_OP and is_bw_thread and not in_bw and fw[i] > 0:
+                    fwd_op = fwd_seq.get(seq[i])
+                    if fwd_op is not None:
+                        parent = tree.child_frame(tree.forward_context(fwd_op), Frame.backward())
+                    else:
+                        unmatched_bw += 1
+                    in_bw = True
+                node = child(parent, nm[i])
+                count[node] += 1
+                if k == K_OP:
+                    if ext[i] >= 0:
+                        op_ext.append(ext[i])
+                        op_node.append(node)
+                    sq = seq[i]
+                    if sq >= 0 and fw[i] <= 0 and (not is_bw_thread or sq not in fwd_seq or sq in fwd_seq_from_bw):
+                        fwd_seq[sq] = node
+                        if is_bw_thread:
+                            fwd_seq_from_bw.add(sq)
+                    r_node(node)
+                    r_track(track)
+                    r_start(s)
+                    r_dur(e_ - s)
+                    r_cat(C_OP)
+                    r_flags(0)
+                    r_corr(-1)
+            stack.append([e_, node, e_ - s, 0, val[i] if k == K_OP else 0.0, False, in_bw, k])
     while stack:
         pop()
 
     # A runtime call outside every op on its thread: fall back to the op with its External id.
-    for idx, ext_id in pending_rt:
-        op_node = ext_node.get(ext_id)
-        if op_node is not None:
-            launch_node[idx] = op_node
+    if pending_rt:
+        keys = np.frombuffer(op_ext, dtype=np.int64)
+        by_ext = np.argsort(keys, kind="stable")
+        keys = keys[by_ext]
+        for idx, ext_id in pending_rt:
+            pos = int(np.searchsorted(keys, ext_id))
+            if pos < len(keys) and keys[pos] == ext_id:
+                launch_node[idx] = op_node[int(by_ext[pos])]
     if overlaps:
-        warnings["host events overlapping their parent (treated as siblings)"] += overlaps
+        warnings["host events ending after their parent (clipped to it)"] += overlaps
     if unmatched_bw:
         warnings["backward ops without a matching forward op"] += unmatched_bw
     return (
         np.frombuffer(launch_corr, dtype=np.int64).copy(),
         np.frombuffer(launch_node, dtype=np.int64).copy(),
     )
+
+
+def _blocks(order: npt.NDArray[np.intp], columns: tuple[npt.NDArray[Any], ...]) -> Iterator[list[list[Any]]]:
+    """The columns in ``order``, as Python lists one block at a time (lists cost ~40 bytes a value)."""
+    for lo in range(0, len(order), _BLOCK):
+        idx = order[lo : lo + _BLOCK]
+        yield [col[idx].tolist() for col in columns]
 
 
 def _join_device(
@@ -309,7 +338,7 @@ def _join_device(
     l_corr, l_node = launches
     order = np.argsort(l_corr, kind="stable")
     l_corr, l_node = l_corr[order], l_node[order]
-    dcorr = np.frombuffer(d.corr, dtype=np.int64)
+    dcorr = d.column("corr")
     pos = np.searchsorted(l_corr, dcorr)
     pos_c = np.minimum(pos, max(len(l_corr) - 1, 0))
     linked = (dcorr >= 0) & (pos < len(l_corr)) & (l_corr[pos_c] == dcorr) if len(l_corr) else np.zeros(n, bool)
@@ -318,25 +347,32 @@ def _join_device(
     if n_unlinked:
         unlinked_node = tree.child_frame(0, Frame.scope(UNLINKED_SCOPE))
         warnings["device events whose launch is not in the trace"] += n_unlinked
-    ctx = np.where(linked, l_node[pos_c] if len(l_node) else 0, unlinked_node).tolist()
+    ctx = np.where(linked, l_node[pos_c] if len(l_node) else 0, unlinked_node)
 
     names = tables.names
     kernel_frames: dict[tuple[int, int, int], Frame] = {}
     kids: dict[tuple[int, int, int, int], int] = {}
     child_frame = tree.child_frame
     node_col = array.array("i")
-    for c, name, dev, stream in zip(ctx, d.name, d.device, d.stream, strict=True):
-        key = (c, name, dev, stream)
-        node = kids.get(key)
-        if node is None:
-            fkey = (name, dev, stream)
-            frame = kernel_frames.get(fkey)
-            if frame is None:
-                frame = kernel_frames[fkey] = Frame.kernel(names[name], f"cuda:{dev}", stream)
-            node = kids[key] = child_frame(c, frame)
-        node_col.append(node)
+    columns = (
+        ctx,
+        d.column("name"),
+        d.column("device"),
+        d.column("stream"),
+    )
+    for cs, nms, devs, streams in _blocks(np.arange(n), columns):
+        for c, name, dev, stream in zip(cs, nms, devs, streams, strict=True):
+            key = (c, name, dev, stream)
+            node = kids.get(key)
+            if node is None:
+                fkey = (name, dev, stream)
+                frame = kernel_frames.get(fkey)
+                if frame is None:
+                    frame = kernel_frames[fkey] = Frame.kernel(names[name], f"cuda:{dev}", stream)
+                node = kids[key] = child_frame(c, frame)
+            node_col.append(node)
     nodes = np.frombuffer(node_col, dtype=np.int32)
-    durs = np.frombuffer(d.dur, dtype=np.int64)
+    durs = d.column("dur")
     totals = np.bincount(nodes, weights=durs.astype(np.float64))
     calls = np.bincount(nodes)
     for node in np.nonzero(calls)[0].tolist():
@@ -345,32 +381,28 @@ def _join_device(
     for node in np.nonzero(calls)[0].tolist():
         b.add(node, "count", float(calls[node]))
 
-    # stream tracks
-    stream_track: dict[tuple[int, int], int] = {}
+    # stream tracks: one per (device, stream)
+    dev_stream = np.stack([d.column("device"), d.column("stream")], axis=1)
+    pairs, inverse = np.unique(dev_stream, axis=0, return_inverse=True)
     base = len(tables.threads)
-    tracks_idx = array.array("i")
-    for dev, stream in zip(d.device, d.stream, strict=True):
-        key2 = (dev, stream)
-        idx = stream_track.get(key2)
-        if idx is None:
-            idx = stream_track[key2] = base + len(stream_track)
-        tracks_idx.append(idx)
-    kinds = np.frombuffer(d.kind, dtype=np.int8)
+    tracks_idx = array.array("i", (inverse.reshape(-1).astype(np.int32) + base).tobytes())
+    stream_tracks = [Track(f"stream {int(s)}", f"cuda:{int(dv)}", "stream") for dv, s in pairs.tolist()]
+    kinds = d.column("kind")
     cat = np.zeros(n, dtype=np.int8)
     for k, c in _DEVICE_CATEGORY.items():
         cat[kinds == k] = int(c)
     rows.node.extend(node_col)
     rows.track.extend(tracks_idx)
-    rows.start.extend(d.start)
-    rows.dur.extend(d.dur)
+    rows.start.frombytes(np.ascontiguousarray(d.column("start")).tobytes())
+    rows.dur.frombytes(np.ascontiguousarray(d.column("dur")).tobytes())
     rows.category.extend(array.array("b", cat.tobytes()))
     rows.flags.extend(array.array("B", np.where(linked, LINKED, 0).astype(np.uint8).tobytes()))
-    rows.correlation.extend(d.corr)
-    return time_ns, [Track(f"stream {s}", f"cuda:{dv}", "stream") for (dv, s) in stream_track]
+    rows.correlation.frombytes(np.ascontiguousarray(d.column("corr")).tobytes())
+    return time_ns, stream_tracks
 
 
 def _timeline(tracks: list[Track], rows: _Rows) -> Timeline:
-    cols = {
+    cols: dict[str, npt.NDArray[Any]] = {
         "node": np.frombuffer(rows.node, dtype=np.int32),
         "track": np.frombuffer(rows.track, dtype=np.int32),
         "start_ns": np.frombuffer(rows.start, dtype=np.int64),

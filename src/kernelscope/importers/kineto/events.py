@@ -18,17 +18,26 @@ import msgspec
 class RawArgs(msgspec.Struct, frozen=True):
     external_id: Any = msgspec.field(name="External id", default=None)
     correlation: Any = None
-    python_id: Any = msgspec.field(name="Python id", default=None)
-    python_parent_id: Any = msgspec.field(name="Python parent id", default=None)
     seq: Any = msgspec.field(name="Sequence number", default=None)
     fwd_tid: Any = msgspec.field(name="Fwd thread id", default=None)
     device: Any = None
     stream: Any = None
+    # shapes are decoded only for ops with a FLOP rule: kept raw (a slice of the input) until then
     input_dims: Any = msgspec.field(name="Input Dims", default=None)
     concrete: Any = msgspec.field(name="Concrete Inputs", default=None)
     nbytes: Any = msgspec.field(name="Bytes", default=None)
     kernel_file: Any = None
     collective: Any = msgspec.field(name="Collective name", default=None)
+
+
+NO_RAW = msgspec.Raw(b"")
+
+
+class FastArgs(RawArgs, frozen=True):
+    """The decoder's view: shapes stay raw JSON (``msgspec.Raw``), decoded only when FLOPs need them."""
+
+    input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=NO_RAW)
+    concrete: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=NO_RAW)
 
 
 class RawEvent(msgspec.Struct, frozen=True):
@@ -41,6 +50,10 @@ class RawEvent(msgspec.Struct, frozen=True):
     dur: Any = None
     id: Any = None
     args: RawArgs | None = None
+
+
+class FastEvent(RawEvent, frozen=True):
+    args: FastArgs | None = None
 
 
 _ARG_FIELDS = {f.encode_name: f.name for f in msgspec.structs.fields(RawArgs)}
@@ -130,7 +143,9 @@ SYNC_CALLS = frozenset(
     }
 )
 
-_COMM = re.compile(r"nccl|rccl|allreduce|all_reduce|allgather|all_gather|reducescatter|reduce_scatter|sendrecv|alltoall", re.I)
+_COMM = re.compile(
+    r"nccl|rccl|allreduce|all_reduce|allgather|all_gather|reducescatter|reduce_scatter|sendrecv|alltoall", re.I
+)
 _STEP = re.compile(r"ProfilerStep#\d+$")
 _REGION_PREFIXES = ("Torch-Compiled Region", "## Call CompiledFxGraph", "CompiledFunction", "## Call ")
 

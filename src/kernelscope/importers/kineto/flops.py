@@ -10,6 +10,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import msgspec
+
 Dims = Sequence[Sequence[int]]
 
 
@@ -115,12 +117,27 @@ FLOP_RULES: dict[str, Callable[[Any, Any], float]] = {
 }
 
 
+def _decoded(value: Any) -> Any:
+    """Shapes arrive raw from the fast decoder (``msgspec.Raw``) or decoded from the tolerant one."""
+    if isinstance(value, msgspec.Raw):
+        if not len(value):
+            return None
+        try:
+            return msgspec.json.decode(value)
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+            return None
+    return value
+
+
 def op_flops(name: str, dims: Any, concrete: Any) -> float:
     rule = FLOP_RULES.get(name)
-    if rule is None or dims is None:
+    if rule is None:
+        return 0.0
+    dims = _decoded(dims)
+    if dims is None:
         return 0.0
     try:
-        value = rule(dims, concrete)
-    except (TypeError, ValueError, OverflowError):
+        value = rule(dims, _decoded(concrete))
+    except (TypeError, ValueError, OverflowError, IndexError):
         return 0.0
-    return value if math.isfinite(value) and value < 1e30 else 0.0
+    return value if math.isfinite(value) and 0 <= value < 9e18 else 0.0  # stored as int64

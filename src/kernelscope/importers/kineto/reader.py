@@ -17,13 +17,13 @@ import json
 import re
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
 import msgspec
 
 from ...errors import BadInputError
-from .events import RawEvent, event_from_dict
+from .events import FastEvent, RawEvent, event_from_dict
 
 CHUNK = 4 << 20  # bytes of decompressed JSON per read
 MAX_PENDING = 256 << 20  # a single event larger than this means the file is not what it claims
@@ -33,7 +33,7 @@ _TRIES = 8  # candidate cuts tried per batch before reading more
 _ARRAY_START = re.compile(rb'"traceEvents"\s*:\s*\[')
 _WS = b" \t\r\n"
 
-_DECODER = msgspec.json.Decoder(list[RawEvent])
+_DECODER = msgspec.json.Decoder(list[FastEvent])
 
 
 class _Stream:
@@ -48,7 +48,7 @@ class _Stream:
         magic = raw.read(2)
         raw.seek(0)
         self.gzip = magic == b"\x1f\x8b"
-        self._fh: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if self.gzip else raw
+        self._fh: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if self.gzip else raw  # type: ignore[assignment]
         self._raw = raw
         self.eof = False
         self.consumed = 0  # decompressed bytes handed out so far
@@ -85,7 +85,7 @@ class TraceReader:
         self.bytes_read = 0
 
     # --- public -------------------------------------------------------------
-    def batches(self) -> Iterator[list[RawEvent]]:
+    def batches(self) -> Iterator[Sequence[RawEvent]]:
         stream = _Stream(self.path)
         try:
             yield from self._batches(stream)
@@ -94,7 +94,7 @@ class TraceReader:
             stream.close()
 
     # --- the array ----------------------------------------------------------
-    def _batches(self, stream: _Stream) -> Iterator[list[RawEvent]]:
+    def _batches(self, stream: _Stream) -> Iterator[Sequence[RawEvent]]:
         prefix, buf = self._find_array(stream)
         while True:
             buf = buf.lstrip(_WS)
@@ -146,13 +146,16 @@ class TraceReader:
                 doc = json.loads(head)
             except (ValueError, RecursionError):
                 return f"{self.path}: truncated or malformed JSON; re-export the trace"
+            if isinstance(doc, dict) and "traceEvents" in doc:
+                kind = type(doc["traceEvents"]).__name__
+                return f"{self.path}: traceEvents is a {kind}, not an array of events; not a Kineto/Chrome trace"
             if isinstance(doc, dict):
                 keys = ", ".join(sorted(str(k) for k in doc)[:6])
                 return f"{self.path}: JSON without a traceEvents array (keys: {keys}); not a Kineto/Chrome trace"
             return f"{self.path}: JSON {type(doc).__name__}, not a Kineto/Chrome trace"
         return f"{self.path}: no traceEvents array in the first {MAX_HEADER >> 20} MiB; not a Kineto/Chrome trace"
 
-    def _cut(self, buf: bytes) -> tuple[list[RawEvent] | None, bytes]:
+    def _cut(self, buf: bytes) -> tuple[Sequence[RawEvent] | None, bytes]:
         """Decode the longest prefix of whole events; (None, buf) when no candidate cut works."""
         end = len(buf)
         for _ in range(_TRIES):
@@ -169,24 +172,34 @@ class TraceReader:
             end = close
         return None, buf
 
-    def _cut_last(self, buf: bytes) -> tuple[list[RawEvent], bytes]:
+    def _cut_last(self, buf: bytes) -> tuple[Sequence[RawEvent], bytes]:
         """At end of input: the events up to the ``]`` that closes the array, and what follows it."""
-        start = 0
-        while True:
-            close = buf.find(b"}", start)
-            if close < 0:
-                break
-            nxt = _skip_ws(buf, close + 1)
-            if nxt < len(buf) and buf[nxt] == 93:  # "]"
-                events = self._decode(buf, close + 1)
-                if events is not None:
-                    return events, buf[nxt + 1 :]
-            start = close + 1
+        for close in self._array_ends(buf):
+            events = self._decode(buf, close)
+            if events is not None:
+                return events, buf[_skip_ws(buf, close) + 1 :]
         raise BadInputError(f"{self.path}: truncated or malformed JSON in traceEvents; re-export the trace")
 
-    def _decode(self, buf: bytes, end: int) -> list[RawEvent] | None:
+    @staticmethod
+    def _array_ends(buf: bytes) -> Iterator[int]:
+        """Candidate ends of the last events: after a ``}`` followed by ``]``, then after any value before ``]``."""
+        start = 0
+        while (close := buf.find(b"}", start)) >= 0:
+            nxt = _skip_ws(buf, close + 1)
+            if nxt < len(buf) and buf[nxt] == 93:  # "]"
+                yield close + 1
+            start = close + 1
+        start = 0
+        for _ in range(64):  # arrays of non-objects: tolerated (and counted) by the slow path
+            bracket = buf.find(b"]", start)
+            if bracket < 0:
+                return
+            yield len(buf[:bracket].rstrip(_WS))
+            start = bracket + 1
+
+    def _decode(self, buf: bytes, end: int) -> Sequence[RawEvent] | None:
         """Decode ``buf[:end]`` as a list of events; None when the cut is not an event boundary."""
-        batch = b"[" + buf[:end] + b"]"
+        batch = b"".join((b"[", memoryview(buf)[:end], b"]"))  # one copy
         try:
             return _DECODER.decode(batch)
         except msgspec.ValidationError:
@@ -207,7 +220,7 @@ class TraceReader:
             return  # the array ended inside this batch: _cut_last finds the exact end
         raise BadInputError(f"{self.path}: malformed JSON in traceEvents ({msg}); the file is corrupt")
 
-    def _decode_slow(self, batch: bytes) -> list[RawEvent] | None:
+    def _decode_slow(self, batch: bytes) -> Sequence[RawEvent] | None:
         """Tolerant path: invalid UTF-8, wrong field types, out-of-range numbers. Counted, never fatal."""
         try:
             text = batch.decode("utf-8")

@@ -13,9 +13,12 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from ...model import Frame
 from .events import CATEGORIES, Kind, RawEvent, host_kind, is_comm_kernel, region_name
-from .flops import op_flops
+from .flops import FLOP_RULES, op_flops
 from .pyframes import python_frame
 
 _LIMIT = 1 << 62  # ns; anything larger is not a timestamp
@@ -40,41 +43,33 @@ def _int(value: Any) -> int | None:
     return None
 
 
-class HostTable:
+class _Rows:
+    """Fixed-width int64 records in one ``array`` (one ``extend`` per event); columns as numpy views."""
+
+    FIELDS: tuple[str, ...] = ()
+
     def __init__(self) -> None:
-        self.thread = array.array("i")
-        self.start = array.array("q")
-        self.dur = array.array("q")
-        self.kind = array.array("b")
-        self.name = array.array("i")  # index into EventTables.frames (runtime: into .names)
-        self.ext = array.array("q")
-        self.corr = array.array("q")
-        self.seq = array.array("q")
-        self.fwd = array.array("q")
-        self.value = array.array("d")  # FLOPs (ops) or bytes (allocations)
+        self.data = array.array("q")
+        self._width = len(self.FIELDS)
 
     def __len__(self) -> int:
-        return len(self.start)
+        return len(self.data) // self._width
 
     def nbytes(self) -> int:
-        return sum(col.itemsize * len(col) for col in vars(self).values())
+        return self.data.itemsize * len(self.data)
+
+    def column(self, name: str) -> npt.NDArray[np.int64]:
+        table = np.frombuffer(self.data, dtype=np.int64).reshape(-1, self._width)
+        return table[:, self.FIELDS.index(name)]
 
 
-class DeviceTable:
-    def __init__(self) -> None:
-        self.start = array.array("q")
-        self.dur = array.array("q")
-        self.kind = array.array("b")
-        self.name = array.array("i")  # index into EventTables.names
-        self.device = array.array("i")
-        self.stream = array.array("q")
-        self.corr = array.array("q")
+class HostTable(_Rows):
+    # name: index into EventTables.frames (runtime calls: into .names); value: FLOPs (ops) or bytes (allocations)
+    FIELDS = ("thread", "start", "dur", "kind", "name", "ext", "corr", "seq", "fwd", "value")
 
-    def __len__(self) -> int:
-        return len(self.start)
 
-    def nbytes(self) -> int:
-        return sum(col.itemsize * len(col) for col in vars(self).values())
+class DeviceTable(_Rows):
+    FIELDS = ("start", "dur", "kind", "name", "device", "stream", "corr")  # name: index into EventTables.names
 
 
 class EventTables:
@@ -161,33 +156,35 @@ class EventTables:
 
     # --- the hot loop --------------------------------------------------------
     def add(self, events: Iterable[RawEvent]) -> None:
-        h, d, w = self.host, self.device, self.warnings
-        h_thread, h_start, h_dur, h_kind = h.thread.append, h.start.append, h.dur.append, h.kind.append
-        h_name, h_ext, h_corr, h_seq, h_fwd, h_val = (
-            h.name.append,
-            h.ext.append,
-            h.corr.append,
-            h.seq.append,
-            h.fwd.append,
-            h.value.append,
-        )
-        classify, thread_of = self._classify, self._thread
+        w = self.warnings
+        host, device = self.host.data.extend, self.device.data.extend
+        classes, classify, thread_of = self._classes, self._classify, self._thread
         cats = self.categories
         n = 0
         for ev in events:
             n += 1
             ph = ev.ph
             if ph == "X":
-                kind, label = classify(ev.cat, ev.name)
+                cat, name = ev.cat, ev.name
+                try:
+                    hit = classes.get((cat, name))
+                except TypeError:
+                    hit = (Kind.UNKNOWN, -1)
+                kind, label = hit if hit is not None else classify(cat, name)
                 if label < 0:
                     if kind is Kind.UNKNOWN:
-                        cats[str(ev.cat)] += 1
+                        cats[str(cat)[:200]] += 1
                     continue
-                start = _ns(ev.ts)
-                dur = _ns(ev.dur)
-                if start is None or dur is None:
-                    w["events with a missing or invalid ts/dur"] += 1
-                    continue
+                ts, du = ev.ts, ev.dur
+                if type(ts) is float and type(du) is float and 0.0 <= ts < 4e15 and -4e15 < du < 4e15:
+                    start = int(ts * 1000.0 + 0.5)
+                    dur = int(du * 1000.0 + (0.5 if du >= 0 else -0.5))
+                else:
+                    start_, dur_ = _ns(ts), _ns(du)
+                    if start_ is None or dur_ is None:
+                        w["events with a missing or invalid ts/dur"] += 1
+                        continue
+                    start, dur = start_, dur_
                 if dur < 0:
                     w["negative durations clamped to 0"] += 1
                     dur = 0
@@ -200,22 +197,16 @@ class EventTables:
                         dev = _int(ev.pid)
                     if stream is None:
                         stream = _int(ev.tid)
-                    if dev is None or stream is None:
+                    if dev is None or stream is None or not (0 <= dev < 1 << 31):
                         w["device events without device/stream ids"] += 1
-                        dev = 0 if dev is None else dev
+                        dev = 0 if dev is None or not (0 <= dev < 1 << 31) else dev
                         stream = 0 if stream is None else stream
                     if corr is None:
                         w["device events without correlation"] += 1
                         corr = -1
                     if kind is Kind.KERNEL and args is not None and args.collective is not None:
                         kind = Kind.COMM
-                    d.start.append(start)
-                    d.dur.append(dur)
-                    d.kind.append(kind)
-                    d.name.append(label)
-                    d.device.append(dev)
-                    d.stream.append(stream)
-                    d.corr.append(corr)
+                    device((start, dur, kind, label, dev, stream, corr))
                     continue
                 try:
                     thread = thread_of(ev.pid, ev.tid)
@@ -223,34 +214,25 @@ class EventTables:
                     w["events with unusable pid/tid"] += 1
                     continue
                 ext = corr = seq = fwd = -1
-                value = 0.0
+                value = 0
                 if args is not None:
                     ext = _int(args.external_id) or -1
                     if kind is Kind.RUNTIME or kind is Kind.SYNC:
-                        corr = _int(args.correlation)
-                        if corr is None:
-                            corr = -1
+                        c = _int(args.correlation)
+                        corr = -1 if c is None else c
                     elif kind is Kind.OP:
                         s = _int(args.seq)
                         if s is not None and s >= 0:
                             seq = s
                             f = _int(args.fwd_tid)
                             fwd = 0 if f is None else f
-                        if args.input_dims is not None:
-                            value = op_flops(self.frames[label].name, args.input_dims, args.concrete)
+                        op = self.frames[label].name
+                        if op in FLOP_RULES:
+                            value = int(op_flops(op, args.input_dims, args.concrete))
                         kf = args.kernel_file
                         if type(kf) is str:
-                            self.triton_files[self.frames[label].name] = kf
-                h_thread(thread)
-                h_start(start)
-                h_dur(dur)
-                h_kind(kind)
-                h_name(label)
-                h_ext(ext)
-                h_corr(corr)
-                h_seq(seq)
-                h_fwd(fwd)
-                h_val(value)
+                            self.triton_files[op] = kf
+                host((thread, start, dur, kind, label, ext, corr, seq, fwd, value))
             elif ph == "i" or ph == "I":
                 args = ev.args
                 if ev.name != "[memory]" or args is None:
@@ -259,10 +241,10 @@ class EventTables:
                 if type(nbytes) is not int and type(nbytes) is not float:
                     w["memory events without Bytes"] += 1
                     continue
-                if nbytes <= 0:
+                if not 0 < nbytes < _LIMIT:
                     continue
-                start = _ns(ev.ts)
-                if start is None:
+                start_ = _ns(ev.ts)
+                if start_ is None:
                     w["events with a missing or invalid ts/dur"] += 1
                     continue
                 try:
@@ -270,16 +252,7 @@ class EventTables:
                 except TypeError:
                     w["events with unusable pid/tid"] += 1
                     continue
-                h_thread(thread)
-                h_start(start)
-                h_dur(0)
-                h_kind(Kind.MEMORY)
-                h_name(-1)
-                h_ext(-1)
-                h_corr(-1)
-                h_seq(-1)
-                h_fwd(-1)
-                h_val(float(nbytes))
+                host((thread, start_, 0, Kind.MEMORY, -1, -1, -1, -1, -1, int(nbytes)))
             elif ph is None:
                 w["events without ph"] += 1
         self.events_seen += n

@@ -1,0 +1,89 @@
+"""``kernelscope import TRACE... [-o OUT.ksprof]``: trace files -> profile files.
+
+One trace: ``OUT`` (default: the trace's name with ``.ksprof`` in the current folder).
+Several traces (one per rank): imported in parallel processes; each rank is saved as
+``OUT.rank<R>.ksprof`` and the merged profile (each rank under ``[rank R]``) as ``OUT``
+(default ``merged.ksprof``). Nothing is written unless every trace imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..errors import UsageError
+from ..importers.multirank import import_ranks, merge_ranks, ranks_of
+from ..model import Profile, save
+
+_TRACE_SUFFIXES = (".json.gz", ".json", ".hatchet", ".gz", ".pb")
+
+
+def default_output(traces: list[str]) -> str:
+    if len(traces) > 1:
+        return "merged.ksprof"
+    base = os.path.basename(traces[0])
+    for suffix in _TRACE_SUFFIXES:
+        if base.endswith(suffix):
+            base = base[: -len(suffix)]
+            break
+    return (base or "profile") + ".ksprof"
+
+
+def rank_output(out: str, rank: int) -> str:
+    stem = out[: -len(".ksprof")] if out.endswith(".ksprof") else out
+    return f"{stem}.rank{rank}.ksprof"
+
+
+def warning_line(path: str, profile: Profile) -> str | None:
+    warnings = profile.metadata.get("import_warnings") or {}
+    if not warnings:
+        return None
+    parts = [f"{n:,} {what}" for what, n in sorted(warnings.items(), key=lambda kv: -int(kv[1]))]
+    return f"kernelscope: warning: {path}: " + "; ".join(parts)
+
+
+def summary_line(out: str, profile: Profile) -> str:
+    tl = profile.timeline
+    rows = len(tl) if tl is not None else 0
+    ms = profile.total("time_ns") / 1e6
+    return f"wrote {out}: {len(profile):,} contexts, {rows:,} timeline rows, {ms:,.3f} ms device/op time"
+
+
+class ImportCommand:
+    name = "import"
+    help = "import trace files (Kineto JSON(.gz), Proton/hatchet) into .ksprof profiles"
+
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("traces", nargs="+", metavar="TRACE", help="trace files; several = one per rank")
+        parser.add_argument("-o", "--output", metavar="OUT.ksprof", help="profile to write (merged one for several)")
+        parser.add_argument("-j", "--jobs", type=int, default=2, help="parallel import processes (default 2)")
+
+    def run(self, args: argparse.Namespace) -> int:
+        traces: list[str] = list(args.traces)
+        if args.jobs < 1:
+            raise UsageError("--jobs must be at least 1")
+        out = args.output or default_output(traces)
+        if os.path.isdir(out):
+            raise UsageError(f"{out}: is a directory; give a file name for -o")
+        profiles = import_ranks(traces, workers=args.jobs)
+        for path, prof in zip(traces, profiles, strict=True):
+            line = warning_line(path, prof)
+            if line:
+                print(line, file=sys.stderr)
+        if len(profiles) == 1:
+            save(profiles[0], out)
+            print(summary_line(out, profiles[0]))
+            return 0
+        ranks = ranks_of(traces, profiles)
+        merged = merge_ranks(profiles, ranks)
+        for prof, rank in zip(profiles, ranks, strict=True):
+            path = rank_output(out, rank)
+            save(prof, path)
+            print(summary_line(path, prof))
+        save(merged, out)
+        print(summary_line(out, merged))
+        return 0
+
+
+COMMAND = ImportCommand()

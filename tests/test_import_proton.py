@@ -1,0 +1,122 @@
+"""Proton/hatchet literal importer: literals built in the test, compared as whole trees."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelscope.errors import BadInputError
+from kernelscope.importers import find_importer, import_file
+from kernelscope.importers.proton import metric_of
+from kernelscope.model import Profile
+
+
+def node(name: str, metrics: dict[str, Any] | None = None, children: list[Any] | None = None) -> dict[str, Any]:
+    return {"frame": {"name": name, "type": "function"}, "metrics": metrics or {}, "children": children or []}
+
+
+def tree(p: Profile, metrics: tuple[str, ...]) -> Any:
+    def walk(n: int) -> Any:
+        vals = {m: float(p.exclusive(m)[n]) for m in metrics if p.exclusive(m)[n]}
+        return (p.frame_of(n).kind.value, p.frame_of(n).label(), vals, sorted(walk(k) for k in p.children[n]))
+
+    return walk(0)
+
+
+def write(tmp_path: Path, doc: Any, name: str = "p.hatchet") -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+PROTON = [
+    node("ROOT", {"count": 0, "time (ns)": 0, "flops16": 0, "bytes": 0}, [
+        node("model.py:forward@12", {}, [
+            node("matmul_kernel", {"count": 3, "time (ns)": 3000, "flops16": 1e9, "bytes": 4096, "device_id": 0,
+                                   "device_type": "CUDA"}),
+        ]),
+        node("train_step", {}, [node("add_kernel", {"count": 1, "time (ns)": 500, "device_id": "0"})]),
+    ]),
+    {"CUDA": {"0": {"arch": "90", "num_sms": 132, "clock_rate": 1755000}}},
+]  # fmt: skip
+
+
+def test_proton_literal_becomes_the_same_tree(tmp_path: Path) -> None:
+    # given a Proton profile [root, device_info]
+    path = write(tmp_path, PROTON)
+    # when imported
+    p = import_file(path)
+    # then ROOT is our root, python frames are parsed, device leaves are kernels, metrics are kept per node
+    p.check()
+    assert tree(p, ("time_ns", "count", "flops", "bytes")) == (
+        "root", "<root>", {}, [
+            ("python", "model.py:12 forward", {}, [
+                ("kernel", "matmul_kernel", {"time_ns": 3000.0, "count": 3.0, "flops": 1e9, "bytes": 4096.0}, []),
+            ]),
+            ("scope", "[train_step]", {}, [("kernel", "add_kernel", {"time_ns": 500.0, "count": 1.0}, [])]),
+        ],
+    )  # fmt: skip
+    assert p.metadata["devices"] == PROTON[1]
+    assert p.metadata["source"]["format"] == "proton"
+    assert find_importer(path).name == "proton"
+
+
+def test_inclusive_metrics_are_made_exclusive(tmp_path: Path) -> None:
+    lit = node("main", {"time (inc)": 10.0}, [node("a", {"time (inc)": 4.0}), node("b", {"time (inc)": 5.0})])
+    p = import_file(write(tmp_path, [lit]))
+    assert tree(p, ("time_ns",)) == (
+        "root", "<root>", {}, [
+            ("scope", "[main]", {"time_ns": 1.0}, [
+                ("kernel", "a", {"time_ns": 4.0}, []),
+                ("kernel", "b", {"time_ns": 5.0}, []),
+            ]),
+        ],
+    )  # fmt: skip
+    assert p.inclusive("time_ns")[0] == 10.0
+
+
+def test_hatchet_list_of_roots_and_units(tmp_path: Path) -> None:
+    lit = [node("foo", {"time (us)": 2.0}), node("bar", {"time (ms)": 1.0, "mystery metric": 7})]
+    p = import_file(write(tmp_path, lit, "h.json"))
+    assert tree(p, ("time_ns", "mystery_metric")) == (
+        "root", "<root>", {}, [
+            ("scope", "[bar]", {"time_ns": 1e6, "mystery_metric": 7.0}, []),
+            ("scope", "[foo]", {"time_ns": 2000.0}, []),
+        ],
+    )  # fmt: skip
+
+
+def test_metric_names() -> None:
+    assert metric_of("time (ns)") == ("time_ns", 1.0, False)
+    assert metric_of("time (s) (inc)") == ("time_ns", 1e9, True)
+    assert metric_of("flops8") == ("flops", 1.0, False)
+    assert metric_of("device_id") is None
+
+
+def test_very_deep_literal_does_not_recurse(tmp_path: Path) -> None:
+    depth = 3000
+    opening = "".join(f'{{"frame": {{"name": "f{i}"}}, "metrics": {{}}, "children": [' for i in range(depth))
+    text = "[" + opening + json.dumps(node("leaf", {"time (ns)": 1})) + "]}" * depth + "]"
+    path = tmp_path / "deep.hatchet"
+    path.write_text(text)
+    try:
+        p = import_file(str(path))
+    except BadInputError as exc:  # a decoder depth limit is an acceptable, clear refusal
+        assert "nested too deeply" in str(exc) or "malformed" in str(exc)
+    else:
+        assert len(p) == 3002
+        assert p.total("time_ns") == 1.0
+
+
+@pytest.mark.parametrize(
+    "content",
+    ['[{"frame": {"name": "x"}, "metrics": {}, "children": []', '{"frame": 1, "children": [', "[]", '[{"a": 1}]'],
+)
+def test_bad_proton_input_is_bad_input(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "bad.hatchet"
+    path.write_text(content)
+    with pytest.raises(BadInputError):
+        import_file(str(path))
