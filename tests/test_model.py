@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import build
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import build
 from kernelscope.errors import BadInputError
 from kernelscope.model import Frame, FrameKind, InvariantError, Profile, TimelineBuilder, load, save
 from kernelscope.model.io import to_bytes
@@ -109,7 +109,7 @@ _values = st.floats(allow_nan=False, allow_infinity=False, width=64)
     )
 )
 def test_save_load_is_lossless(tmp_path_factory: pytest.TempPathFactory, paths: list) -> None:
-    p = build([(frames + [leaf], metrics) for frames, leaf, metrics in paths], {"n": len(paths)})
+    p = build([([*frames, leaf], metrics) for frames, leaf, metrics in paths], {"n": len(paths)})
     out = tmp_path_factory.mktemp("rt") / "p.ksprof"
     save(p, out)
     assert_same(p, load(out))

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, env_without_color
 
+from conftest import REPO, env_without_color
 from kernelscope import load
 from kernelscope.model import FrameKind
 

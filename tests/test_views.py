@@ -5,8 +5,8 @@ import json
 import sys
 
 import pytest
-from conftest import build
 
+from conftest import build
 from kernelscope.analysis.metrics import parse_metric, parse_metrics
 from kernelscope.analysis.views import TreeOptions, group, tree_view
 from kernelscope.errors import UsageError

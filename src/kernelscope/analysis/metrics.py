@@ -45,24 +45,50 @@ def _div(a: float, b: float) -> float:
     return a / b if b else 0.0
 
 
+Compute = Callable[[Values, Values], float]
+
+
+def _col(c: str) -> Compute:
+    return lambda v, t: v.get(c, 0.0)
+
+
+def _pct(c: str) -> Compute:
+    return lambda v, t: 100.0 * _div(v.get(c, 0.0), t.get(c, 0.0))
+
+
+def _scaled(c: str, k: float) -> Compute:
+    return lambda v, t: v.get(c, 0.0) / k
+
+
+def _avg(k: float) -> Compute:
+    return lambda v, t: _div(v.get("time_ns", 0.0), v.get("count", 0.0)) / k
+
+
+def _rate(c: str, k: float) -> Compute:
+    return lambda v, t: _div(v.get(c, 0.0), v.get("time_ns", 0.0) / 1e9) / k
+
+
+def _ratio(a: str, b: str) -> Compute:
+    return lambda v, t: _div(v.get(a, 0.0), v.get(b, 0.0))
+
+
 def parse_metric(spec: str, available: set[str]) -> MetricSpec:
     s = spec.strip()
     if s in available:
-        return MetricSpec(s, (s,), lambda v, t, s=s: v.get(s, 0.0))
+        return MetricSpec(s, (s,), _col(s))
     base, _, unit = s.partition("/")
     if unit and base in ("time", "cpu_time"):
         col = f"{base}_ns"
         if unit == "%":
-            return MetricSpec(s, (col,), lambda v, t, c=col: 100.0 * _div(v.get(c, 0.0), t.get(c, 0.0)), "%")
+            return MetricSpec(s, (col,), _pct(col), "%")
         if unit in _TIME_UNITS:
-            scale = _TIME_UNITS[unit]
-            return MetricSpec(s, (col,), lambda v, t, c=col, k=scale: v.get(c, 0.0) / k, unit)
+            return MetricSpec(s, (col,), _scaled(col, _TIME_UNITS[unit]), unit)
     if base == "avg" and (not unit or unit in _TIME_UNITS):
         scale = _TIME_UNITS[unit or "us"]
         return MetricSpec(
             s,
             ("time_ns", "count"),
-            lambda v, t, k=scale: _div(v.get("time_ns", 0.0), v.get("count", 0.0)) / k,
+            _avg(scale),
             unit or "us",
             additive=False,
         )
@@ -73,7 +99,7 @@ def parse_metric(spec: str, available: set[str]) -> MetricSpec:
                     return MetricSpec(
                         s,
                         (col, "time_ns"),
-                        lambda v, t, c=col, k=scale: _div(v.get(c, 0.0), v.get("time_ns", 0.0) / 1e9) / k,
+                        _rate(col, scale),
                         s,
                         additive=False,
                     )
@@ -81,7 +107,7 @@ def parse_metric(spec: str, available: set[str]) -> MetricSpec:
             return MetricSpec(
                 s,
                 (base, "time_ns"),
-                lambda v, t, c=base: _div(v.get(c, 0.0), v.get("time_ns", 0.0) / 1e9),
+                _rate(base, 1.0),
                 s,
                 additive=False,
             )
@@ -89,7 +115,7 @@ def parse_metric(spec: str, available: set[str]) -> MetricSpec:
         num = base if base in available else f"{base}_ns" if f"{base}_ns" in available else None
         if num is not None and unit in available:
             return MetricSpec(
-                s, (num, unit), lambda v, t, a=num, b=unit: _div(v.get(a, 0.0), v.get(b, 0.0)), additive=False
+                s, (num, unit), _ratio(num, unit), additive=False
             )
     known = ", ".join(sorted(available)) or "none"
     raise UsageError(

@@ -111,12 +111,12 @@ FLOP_RULES: dict[str, Callable[[list[Shape | None]], float]] = {
 }
 
 
-def op_flops(name: str, shapes: list[Shape | None]) -> float | None:
+def op_flops(name: str, shapes: Sequence[Shape | None]) -> float | None:
     """FLOPs of one call, or None when the op is not a counted compute op."""
     rule = FLOP_RULES.get(name)
     if rule is None:
         return None
     try:
-        return float(rule(shapes))
+        return float(rule(list(shapes)))
     except (IndexError, TypeError):
         return 0.0

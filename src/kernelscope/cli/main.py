@@ -45,11 +45,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("kernelscope: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        # `kernelscope view ... | head`: the reader went away; that is fine.
-        try:
-            sys.stdout = None  # type: ignore[assignment]
-        finally:
-            return 0
+        # `kernelscope view ... | head`: the reader went away; that is fine. Point stdout at
+        # devnull so the interpreter's final flush does not complain.
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 def entry() -> None:

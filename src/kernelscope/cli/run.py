@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from ..errors import BadInputError, UsageError
-from .view import add_view_options, show
+from .view import show
 
 
 class RunCommand:

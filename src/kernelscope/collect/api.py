@@ -82,7 +82,7 @@ def scope(name: str, metrics: dict[str, float] | None = None) -> Iterator[None]:
         yield
 
 
-class profile(contextlib.ContextDecorator):  # noqa: N801 - the API reads like a function
+class profile(contextlib.ContextDecorator):
     """Context manager and decorator: profile what runs inside, save to ``path`` if given.
 
     After the block, ``.result`` holds the Profile.

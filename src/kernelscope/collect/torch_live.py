@@ -142,7 +142,7 @@ class Session:
                 with_stack=True,
                 with_modules=True,
             )
-            prof.__enter__()
+            prof.__enter__()  # type: ignore[no-untyped-call]
         self._prof = prof
         self.windows += 1
 

@@ -8,6 +8,7 @@ and renamed over the target only once complete.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -68,10 +69,8 @@ def save(profile: Profile, path: str | os.PathLike[str]) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 
@@ -109,7 +108,8 @@ def _read(zf: zipfile.ZipFile, name: str) -> Profile:
         )
 
     def arr(member: str) -> np.ndarray[Any, Any]:
-        return np.load(io.BytesIO(zf.read(member)), allow_pickle=False)
+        out: np.ndarray[Any, Any] = np.load(io.BytesIO(zf.read(member)), allow_pickle=False)
+        return out
 
     frames = tuple(Frame.from_json(f) for f in json.loads(zf.read("frames.json")))
     metadata = json.loads(zf.read("metadata.json"))

@@ -99,7 +99,7 @@ class Profile:
         if n == 0 or self.parent[0] != -1 or self.frames[self.frame[0]] != ROOT:
             raise InvariantError("node 0 must be the root")
         idx = np.arange(n)
-        if n > 1 and not bool(np.all(self.parent[1:] < idx[1:])) or bool(np.any(self.parent[1:] < 0)):
+        if (n > 1 and not bool(np.all(self.parent[1:] < idx[1:]))) or bool(np.any(self.parent[1:] < 0)):
             raise InvariantError("every node's parent must precede it")
         if self.frame.shape != self.parent.shape:
             raise InvariantError("frame and parent columns differ in length")

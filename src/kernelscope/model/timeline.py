@@ -72,7 +72,7 @@ class Timeline:
 
     @staticmethod
     def from_columns(columns: dict[str, Any], tracks: tuple[Track, ...]) -> Timeline:
-        arrays = {name: np.asarray(columns[name], dtype=dtype) for name, dtype in _COLUMNS.items()}
+        arrays: dict[str, Any] = {name: np.asarray(columns[name], dtype=dtype) for name, dtype in _COLUMNS.items()}
         lengths = {a.shape[0] for a in arrays.values()}
         if len(lengths) > 1:
             raise ValueError(f"timeline columns have different lengths: {sorted(lengths)}")

@@ -10,7 +10,7 @@ def fmt_value(spec: MetricSpec, value: float) -> str:
     if spec.unit == "%":
         return f"{value:5.1f}%"
     if name in ("count",) or name.endswith("count"):
-        return f"{int(round(value)):,}"
+        return f"{round(value):,}"
     if name.endswith("bytes") and "/" not in name:
         return fmt_bytes(value)
     if name in ("flops",) and "/" not in name:
