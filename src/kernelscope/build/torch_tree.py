@@ -276,7 +276,7 @@ class TreeWalker:
 
         if not counted or not has_child_op:
             shapes = None
-            flops = None if counted else op_flops(name, shapes := _shapes(ex.inputs))
+            flops = None if counted else op_flops(name, shapes := _shapes(ex.inputs), ex.inputs)
             if flops is not None:
                 counted = True
                 if flops:
@@ -294,7 +294,7 @@ def _shapes(inputs: Iterable[Any]) -> list[list[int] | None]:
     out: list[list[int] | None] = []
     for i in inputs:
         sizes = getattr(i, "sizes", None)
-        out.append(list(sizes) if sizes is not None else None)
+        out.append([int(s) for s in sizes] if sizes is not None else None)
     return out
 
 

@@ -1,0 +1,49 @@
+"""Bridges the live tree walk and torch.compile provenance: an Inductor kernel met in the event tree
+is placed under the lines and modules of the FX nodes it fused (build.compiled), not under the
+generated wrapper."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ..model import Frame, FrameKind, ProfileBuilder
+from .compiled import place_compiled_kernel
+
+REGION_PREFIX = "Torch-Compiled Region: "
+
+
+class CapturePlacer:
+    def __init__(self, capture: Any) -> None:
+        self.capture = capture
+        self.calls: Counter[tuple[str, bool]] = Counter()
+
+    def enter_graph(self) -> None:
+        self.calls.clear()
+
+    def place(self, name: str, backward: bool, ctx: int, builder: ProfileBuilder, metrics: dict[str, float]) -> bool:
+        in_region, compile_id = _region_of(builder, ctx)
+        if not (in_region or backward or name.startswith("graph_")):
+            return False  # eager op: not ours
+        key = (name, backward)
+        origins = self.capture.origins(name, backward, self.calls[key], compile_id=compile_id)
+        if origins is None:
+            return False
+        self.calls[key] += 1
+        kernel = Frame.kernel(name, "cpu")
+        for path, values in place_compiled_kernel(kernel, origins, metrics):
+            builder.add_many(builder.path(path, start=ctx), values)
+        return True
+
+
+def _region_of(builder: ProfileBuilder, node: int) -> tuple[bool, str | None]:
+    """Whether ``node`` is inside a compiled region, and the region's frame/compile id ("0/1")."""
+    inside = False
+    while node > 0:
+        f = builder.frame_of(node)
+        if f.kind is FrameKind.REGION:
+            inside = True
+            if f.name.startswith(REGION_PREFIX):
+                return True, f.name[len(REGION_PREFIX) :]
+        node = builder.parent_of(node)
+    return inside, None
