@@ -21,19 +21,25 @@ class CapturePlacer:
     def enter_graph(self) -> None:
         self.calls.clear()
 
-    def place(self, name: str, backward: bool, ctx: int, builder: ProfileBuilder, metrics: dict[str, float]) -> bool:
+    def place(
+        self, name: str, backward: bool, ctx: int, builder: ProfileBuilder, metrics: dict[str, float], as_op: bool
+    ) -> int | None:
         in_region, compile_id = _region_of(builder, ctx)
         if not (in_region or backward or name.startswith("graph_")):
-            return False  # eager op: not ours
+            return None  # eager op: not ours
         key = (name, backward)
         origins = self.capture.origins(name, backward, self.calls[key], compile_id=compile_id)
         if origins is None:
-            return False
+            return None
         self.calls[key] += 1
-        kernel = Frame.kernel(name, "cpu")
+        kernel = Frame.op(name) if as_op else Frame.kernel(name, "cpu")
+        kernel_node = None
         for path, values in place_compiled_kernel(kernel, origins, metrics):
-            builder.add_many(builder.path(path, start=ctx), values)
-        return True
+            at = path.index(kernel) + 1
+            node = builder.path(path[:at], start=ctx)
+            kernel_node = node
+            builder.add_many(builder.path(path[at:], start=node), values)
+        return kernel_node
 
 
 def _region_of(builder: ProfileBuilder, node: int) -> tuple[bool, str | None]:

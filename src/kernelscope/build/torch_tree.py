@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..collect.userframes import display_path, is_user_file
-from ..model import Frame, ProfileBuilder
+from ..model import Frame, FrameKind, ProfileBuilder
 from .costs import op_flops
 
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
@@ -47,8 +47,11 @@ class _Scope:
 class CompiledPlacer(Protocol):
     """Places an Inductor kernel under the lines it fused (see collect.torch_compile)."""
 
-    def place(self, name: str, backward: bool, ctx: int, builder: ProfileBuilder, metrics: dict[str, float]) -> bool:
-        """Add the kernel's metrics at its own context; True when it knew the kernel."""
+    def place(
+        self, name: str, backward: bool, ctx: int, builder: ProfileBuilder, metrics: dict[str, float], as_op: bool
+    ) -> int | None:
+        """Add the kernel's metrics at its own context and return its node; None for an unknown kernel.
+        ``as_op``: place it as an op frame (it has child ops of its own)."""
         ...
 
     def enter_graph(self) -> None:
@@ -119,6 +122,10 @@ class TreeWalker:
         key = (file, line, function)
         frame = self._py_frames.get(key, self)  # self = sentinel
         if frame is self:
+            if function.startswith("torch_dynamo_resume_in_"):
+                from ..collect.torch_compile import original_function
+
+                function = original_function(function)
             frame = Frame.python(display_path(file), line, function) if is_user_file(file) else None
             self._py_frames[key] = frame
         return frame  # type: ignore[return-value]
@@ -228,6 +235,8 @@ class TreeWalker:
             # steps would split the tree once per step: drop them
             if not name.startswith(STEP_PREFIX):
                 self._open_scope(ev, name)
+            if self.compiled is not None and name.startswith("## Call CompiledFxGraph"):
+                self.compiled.enter_graph()
             if children:
                 stack.extend((c, ctx, fctx, None, bwd_base, counted, applied) for c in reversed(children))
             return
@@ -253,14 +262,19 @@ class TreeWalker:
         else:
             if ex.sequence_number >= 0 and bwd_base < 0:
                 st.fwd_ctx[ex.sequence_number] = fctx
-            if self.compiled is not None and not has_child_op:
+            # Inductor kernels are leaves; extern calls (aten::mm from the graph's wrapper) sit directly
+            # under the graph call and may have child ops: those go along, under the placed op.
+            if self.compiled is not None and (not has_child_op or _is_graph_call(b.frame_of(ctx))):
                 metrics = {"count": 1.0, "cpu_time_ns": self_ns}
                 if not self.device_run:
                     metrics["time_ns"] = self_ns
                 if allocs:
                     metrics["alloc_bytes"] = allocs
                 place_ctx = bwd_base if bwd_base >= 0 else fctx
-                if self.compiled.place(name, bwd_base >= 0, place_ctx, b, metrics):
+                placed = self.compiled.place(name, bwd_base >= 0, place_ctx, b, metrics, has_child_op)
+                if placed is not None:
+                    if children:
+                        stack.extend((c, placed, fctx, None, bwd_base, True, applied) for c in reversed(children))
                     return
             node = b.child(ctx, Frame.op(name))
 
@@ -288,6 +302,11 @@ class TreeWalker:
             del shapes
         if children:
             stack.extend((c, node, fctx, None, bwd_base, counted, applied) for c in reversed(children))
+
+
+def _is_graph_call(frame: Frame) -> bool:
+    # `## Call CompiledFxGraph <key> ##` is a record_function scope (or a region in older traces)
+    return frame.kind in (FrameKind.SCOPE, FrameKind.REGION) and "Call CompiledFxGraph" in frame.name
 
 
 def _shapes(inputs: Iterable[Any]) -> list[list[int] | None]:
