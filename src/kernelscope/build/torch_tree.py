@@ -82,6 +82,21 @@ class TreeWalker:
     _open: dict[int, list[int]] = field(default_factory=dict)  # tid -> stack of scope ids
     _scopes: list[_Scope] = field(default_factory=list)
     _scope_done: set[int] = field(default_factory=set)
+    _tags: dict[Any, str] = field(default_factory=dict)  # profiler tag enum -> its name
+    _op_frames: dict[str, int] = field(default_factory=dict)  # op name -> interned frame index
+
+    def _tag(self, ev: Any) -> str:
+        tag = ev.tag
+        name = self._tags.get(tag)
+        if name is None:
+            name = self._tags[tag] = tag.name
+        return name
+
+    def _op(self, parent: int, name: str) -> int:
+        idx = self._op_frames.get(name)
+        if idx is None:
+            idx = self._op_frames[name] = self.builder.intern(Frame.op(name))
+        return self.builder.child_at(parent, idx)
 
     def _enter_scopes(self, ev: Any, ctx: int, applied: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
         """Put the scopes that hold ``ev`` but not yet on its path above it.
@@ -142,7 +157,7 @@ class TreeWalker:
         while stack:
             ev, ctx, fctx, user_fn, bwd_base, counted, applied = stack.pop()
             st.events += 1
-            tag = ev.tag.name
+            tag = self._tag(ev)
             children = ev.children
             if self._open and tag != "Allocation":
                 new_ctx, applied = self._enter_scopes(ev, ctx, applied)
@@ -221,7 +236,7 @@ class TreeWalker:
         allocs = 0.0
         has_child_op = False
         for c in children:
-            t = c.tag.name
+            t = self._tag(c)
             if t == "TorchOp":
                 child_time += c.duration_time_ns
                 has_child_op = True
@@ -250,7 +265,7 @@ class TreeWalker:
                 base = fctx  # already inside a backward frame
             else:
                 bwd_base, base = fctx, b.child(fctx, Frame.backward())
-            node = fctx = b.child(base, Frame.op(bwd_name))
+            node = fctx = self._op(base, bwd_name)
         elif scope == "BACKWARD_FUNCTION" and b.frame_of(ctx).name == name:
             node = ctx  # the node inside `evaluate_function: X` is X again: fold it in
         elif name.startswith(REGION_PREFIXES):
@@ -276,7 +291,7 @@ class TreeWalker:
                     if children:
                         stack.extend((c, placed, fctx, None, bwd_base, True, applied) for c in reversed(children))
                     return
-            node = b.child(ctx, Frame.op(name))
+            node = self._op(ctx, name)
 
         b.add(node, "count", 1.0)
         b.add(node, "cpu_time_ns", self_ns)

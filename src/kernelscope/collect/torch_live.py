@@ -105,6 +105,7 @@ class Session:
         self._prof: Any = None
         self._walk_state: Any = None
         self._device_run = False
+        self._cuda = False
         self._compile: Any = None
         self._want_compile = compile_capture
         self._finalized = False
@@ -131,7 +132,8 @@ class Session:
         from torch.profiler import ProfilerActivity, profile
 
         activities = [ProfilerActivity.CPU]
-        if torch.cuda.is_available():
+        self._cuda = torch.cuda.is_available()
+        if self._cuda:
             activities.append(ProfilerActivity.CUDA)
         gc.collect()
         with _quiet_fd(2):
@@ -193,7 +195,8 @@ class Session:
         from ..build.torch_tree import TreeWalker, WalkState
 
         results = prof.profiler.kineto_results
-        device_events = [e for e in results.events() if _is_device(e)]
+        # device kernels come from Kineto's flat event list; a CPU-only session has none to look for
+        device_events = [e for e in results.events() if _is_device(e)] if self._cuda else []
         self._device_run = self._device_run or bool(device_events)
         self.modules.resolve()
         if self._walk_state is None:

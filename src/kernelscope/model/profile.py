@@ -179,7 +179,11 @@ class ProfileBuilder:
         return idx
 
     def child(self, parent: int, frame: Frame) -> int:
-        key = (parent, self.intern(frame))
+        return self.child_at(parent, self.intern(frame))
+
+    def child_at(self, parent: int, frame_index: int) -> int:
+        """``child`` for an already interned frame (hot loops keep frame indices, not frames)."""
+        key = (parent, frame_index)
         node = self._child.get(key)
         if node is None:
             node = self._child[key] = len(self._parent)
