@@ -157,3 +157,30 @@ def test_missing_script_and_bad_inputs_are_one_line(tmp_path: Path) -> None:
     r = ks("view", "bad.ksprof", "--by", "nonsense", cwd=tmp_path)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert not [f for f in os.listdir(tmp_path) if f.startswith(".ksprof-")]
+
+
+def test_sampled_shapes_give_the_same_flops_as_recording_all_shapes() -> None:
+    import torch
+
+    import kernelscope
+
+    def train(model: torch.nn.Module) -> None:
+        for _ in range(40):
+            model(torch.randn(64, 128)).sum().backward()
+            time.sleep(0.002)
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
+    with kernelscope.profile(shapes="all", compile_capture=False) as full:
+        train(model)
+    with kernelscope.profile(shapes="sample", shape_seconds=0.05, compile_capture=False) as sampled:
+        train(model)
+    assert full.result is not None and sampled.result is not None
+    # the sampled run really switched windows, and extrapolated exactly (static shapes)
+    assert sampled.result.metadata["windows"] == 2
+    assert sampled.result.metadata["shapes"]["extrapolated_calls"] > 0
+    first, second = 2 * 64 * 128 * 256, 2 * 64 * 256 * 10
+    # forward; backward: the input needs no grad, so the first layer has only its weight grad
+    expected = 40 * (first + second + first + 2 * second)
+    assert full.result.total("flops") == expected
+    assert sampled.result.total("flops") == pytest.approx(expected)

@@ -77,6 +77,7 @@ class TreeWalker:
     scope_metrics: Mapping[str, deque[dict[str, float]]] = field(default_factory=dict)
     compiled: CompiledPlacer | None = None
     state: WalkState = field(default_factory=WalkState)
+    shapes: bool = True  # the window recorded input shapes: FLOPs and bytes can be computed
     _py_frames: dict[tuple[str, int, str], Frame | None] = field(default_factory=dict)
     # record_function scopes are leaves in PyTorch's tree: we nest by time, per thread
     _open: dict[int, list[int]] = field(default_factory=dict)  # tid -> stack of scope ids
@@ -303,7 +304,7 @@ class TreeWalker:
         if corr:
             st.corr_node[corr] = node
 
-        if not counted or not has_child_op:
+        if self.shapes and (not counted or not has_child_op):
             shapes = None
             flops = None if counted else op_flops(name, shapes := _shapes(ex.inputs), ex.inputs)
             if flops is not None:

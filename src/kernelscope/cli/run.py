@@ -21,6 +21,13 @@ class RunCommand:
         parser.add_argument("--no-view", action="store_true", help="do not print the tree afterwards")
         parser.add_argument("--html", metavar="REPORT.html", help="also write an HTML report")
         parser.add_argument("--no-memory", action="store_true", help="do not record allocations (lower overhead)")
+        parser.add_argument(
+            "--shapes",
+            choices=("sample", "all", "off"),
+            default="sample",
+            help="input shapes for FLOPs/bytes: first second only, extrapolated per context (default), "
+            "all calls (slower; for changing shapes), or none",
+        )
         parser.add_argument("--no-compile-provenance", action="store_true", help="do not capture torch.compile provenance")
         parser.add_argument("--skip-first", type=int, default=0, metavar="N", help="start recording after N kernelscope.step() calls")
         parser.add_argument("-m", dest="module", action="store_true", help="run a module, like python -m")
@@ -45,6 +52,7 @@ class RunCommand:
 
         session = api.start(
             skip_first=args.skip_first,
+            shapes=args.shapes,
             profile_memory=not args.no_memory,
             compile_capture=not args.no_compile_provenance,
         )

@@ -24,12 +24,30 @@ F = TypeVar("F", bound=Callable[..., Any])
 _session: Session | None = None
 
 
-def start(*, skip_first: int = 0, record_shapes: bool = True, profile_memory: bool = True, compile_capture: bool = True) -> Session:
-    """Begin a profile. With ``skip_first=N`` recording starts after N calls to ``step()``."""
+def start(
+    *,
+    skip_first: int = 0,
+    shapes: str = "sample",
+    shape_seconds: float = 1.0,
+    profile_memory: bool = True,
+    compile_capture: bool = True,
+) -> Session:
+    """Begin a profile. With ``skip_first=N`` recording starts after N calls to ``step()``.
+
+    ``shapes``: "sample" (default) records input shapes for the first second of profiled time and
+    extrapolates FLOPs/bytes per context after that; "all" records them throughout (slower,
+    exact with changing shapes); "off" records none (no FLOPs/bytes).
+    """
     global _session
     if _session is not None:
         raise UsageError("a kernelscope profile is already running; finalize() it first")
-    s = Session(skip_first=skip_first, record_shapes=record_shapes, profile_memory=profile_memory, compile_capture=compile_capture)
+    s = Session(
+        skip_first=skip_first,
+        shapes=shapes,
+        shape_seconds=shape_seconds,
+        profile_memory=profile_memory,
+        compile_capture=compile_capture,
+    )
     s.start()
     _session = s
     return s

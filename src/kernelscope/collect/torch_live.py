@@ -23,6 +23,11 @@ from ..model.profile import prune_empty
 from ..model.timeline import LINKED, Category
 
 PROFILE_MEMORY_DEFAULT = True
+# Recording input shapes is most of the profiler's step overhead (see benchmarks/README.md). By
+# default shapes are recorded for the first SHAPE_SECONDS of profiled time only; later calls of an
+# op at the same context get that context's FLOPs and bytes per call (exact for static shapes).
+SHAPE_MODES = ("sample", "all", "off")
+SHAPE_SECONDS_DEFAULT = 1.0
 
 
 class ModuleRegistry:
@@ -32,16 +37,18 @@ class ModuleRegistry:
     out when a window is folded, from the outermost modules seen.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, on_call: Any = None) -> None:
         self._seen: dict[int, Any] = {}
         self._paths: dict[int, tuple[str, str]] = {}
         self._handle: Any = None
+        self._on_call = on_call  # called at every eager module call: a safe point between ops
 
     def install(self) -> None:
         import torch
 
         seen = self._seen
         is_compiling = torch.compiler.is_compiling
+        on_call = self._on_call
 
         def hook(module: Any, args: Any) -> None:
             # Under torch.compile tracing this is constant-folded away: recording the module
@@ -49,6 +56,8 @@ class ModuleRegistry:
             # from Inductor's provenance instead.
             if not is_compiling():
                 seen.setdefault(id(module), module)
+                if on_call is not None:
+                    on_call()
 
         self._handle = torch.nn.modules.module.register_module_forward_pre_hook(hook)
         # torch warns that global hooks fire once more for an OptimizedModule: harmless for a
@@ -85,18 +94,26 @@ class Session:
     def __init__(
         self,
         *,
-        record_shapes: bool = True,
+        shapes: str = "sample",
+        shape_seconds: float = SHAPE_SECONDS_DEFAULT,
         profile_memory: bool = PROFILE_MEMORY_DEFAULT,
         skip_first: int = 0,
         compile_capture: bool = True,
         argv: list[str] | None = None,
     ) -> None:
-        self.record_shapes = record_shapes
+        if shapes not in SHAPE_MODES:
+            raise ValueError(f"shapes must be one of {', '.join(SHAPE_MODES)}, not {shapes!r}")
+        self.shapes = shapes
+        self.shape_seconds = shape_seconds
+        self._shapes_sampled = False  # the shape-recording window is over
+        self._window_shapes = False
+        self._window_start = 0.0
+        self._shaped: dict[str, dict[int, float]] = {}
         self.profile_memory = profile_memory
         self.skip_first = skip_first
         self.builder = ProfileBuilder()
         self.timeline = TimelineBuilder()
-        self.modules = ModuleRegistry()
+        self.modules = ModuleRegistry(self._maybe_end_shape_window if shapes == "sample" else None)
         self.scope_metrics: dict[str, deque[dict[str, float]]] = defaultdict(deque)
         self.steps = 0
         self.windows = 0
@@ -135,11 +152,12 @@ class Session:
         self._cuda = torch.cuda.is_available()
         if self._cuda:
             activities.append(ProfilerActivity.CUDA)
+        self._window_shapes = self.shapes == "all" or (self.shapes == "sample" and not self._shapes_sampled)
         gc.collect()
         with _quiet_fd(2):
             prof = profile(
                 activities=activities,
-                record_shapes=self.record_shapes,
+                record_shapes=self._window_shapes,
                 profile_memory=self.profile_memory,
                 with_stack=True,
                 with_modules=True,
@@ -147,6 +165,18 @@ class Session:
             prof.__enter__()  # type: ignore[no-untyped-call]
         self._prof = prof
         self.windows += 1
+        self._window_start = time.perf_counter()
+
+    def _maybe_end_shape_window(self) -> None:
+        """At a module call (between ops): end the shape-recording window once it has run long enough."""
+        if (
+            self._window_shapes
+            and self.shapes == "sample"
+            and self._prof is not None
+            and time.perf_counter() - self._window_start >= self.shape_seconds
+        ):
+            self.deactivate()
+            self.activate()
 
     def deactivate(self) -> None:
         prof = self._prof
@@ -157,6 +187,9 @@ class Session:
             prof.__exit__(None, None, None)
         t0 = time.perf_counter()
         self._fold(prof)
+        if self._window_shapes and self.shapes == "sample":
+            self._shapes_sampled = True
+            self._shaped = {m: dict(self.builder.metric_values(m)) for m in ("count", "flops", "bytes")}
         self.fold_seconds += time.perf_counter() - t0
         del prof
         gc.collect()
@@ -186,9 +219,34 @@ class Session:
             self._compile = None
         metadata["warnings"] = list(self.warnings)
         timeline = self.timeline.build() if len(self.timeline) else None
+        if self._shaped:
+            metadata["shapes"] = self._extrapolate_costs()
+        else:
+            metadata["shapes"] = {"mode": self.shapes}
         for metric in ("time_ns", "cpu_time_ns", "count"):
             self.builder.ensure_metric(metric)
         return prune_empty(self.builder.build(metadata, timeline))
+
+    def _extrapolate_costs(self) -> dict[str, Any]:
+        """FLOPs/bytes for calls made after the shape window: per-call values of the same context."""
+        counts_now = self.builder.metric_values("count")
+        shaped_counts = self._shaped.get("count", {})
+        extrapolated_calls = 0.0
+        for metric in ("flops", "bytes"):
+            for node, value in self._shaped.get(metric, {}).items():
+                calls = shaped_counts.get(node, 0.0)
+                extra = counts_now.get(node, 0.0) - calls
+                if calls > 0 and extra > 0:
+                    self.builder.add(node, metric, value / calls * extra)
+                    if metric == "flops":
+                        extrapolated_calls += extra
+        return {
+            "mode": "sample",
+            "recorded_seconds": self.shape_seconds,
+            "note": "input shapes recorded for the first window only; FLOPs and bytes of later calls "
+            "are the same context's per-call values (exact when shapes do not change)",
+            "extrapolated_calls": extrapolated_calls,
+        }
 
     # --- folding ---------------------------------------------------------------
     def _fold(self, prof: Any) -> None:
@@ -209,6 +267,7 @@ class Session:
             scope_metrics=self.scope_metrics,
             compiled=placer,
             state=self._walk_state,
+            shapes=self._window_shapes,
         )
         roots = results.experimental_event_tree()
         walker.walk(roots)

@@ -214,6 +214,10 @@ class ProfileBuilder:
             if value:
                 self.add(node, metric, value)
 
+    def metric_values(self, metric: str) -> dict[int, float]:
+        """The exclusive values added so far (node -> value); a live view, do not mutate."""
+        return self._metrics.get(metric, {})
+
     def ensure_metric(self, metric: str) -> None:
         self._metrics.setdefault(metric, {})
 

@@ -36,12 +36,22 @@ def load_kineto(path: str) -> Profile:
     reader = TraceReader(path, warnings)
     tables = EventTables(warnings)
     try:
+        return _load(path, reader, tables, warnings)
+    finally:
+        tables.close()
+
+
+def _load(path: str, reader: TraceReader, tables: EventTables, warnings: Counter[str]) -> Profile:
+    try:
         for batch in reader.batches():
             tables.add(batch)
+        tables.host.finish()
     except RecursionError:
         raise BadInputError(f"{path}: JSON nested too deeply; not a Kineto/Chrome trace") from None
     except MemoryError:
         raise BadInputError(f"{path}: out of memory while reading the trace") from None
+    except OSError as exc:  # the temporary runs (disk full)
+        raise BadInputError(f"{path}: cannot write temporary data: {exc.strerror or exc}") from None
     if tables.events_seen == 0:
         raise BadInputError(f"{path}: the trace has no events (nothing was recorded)")
     if len(tables.host) + len(tables.device) == 0:
@@ -84,7 +94,9 @@ def _metadata(
         for key in ("rank", "world_size"):
             if type(dist.get(key)) is int:
                 meta[key] = dist[key]
-    firsts = [int(t.column("start").min()) for t in (tables.host, tables.device) if len(t)]
+    firsts = [int(tables.device.column("start").min())] if len(tables.device) else []
+    if tables.host.min_start is not None:
+        firsts.append(tables.host.min_start)
     if firsts:
         meta["trace_start_ns"] = int(min(firsts))
     if tables.triton_files:

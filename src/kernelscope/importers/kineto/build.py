@@ -22,6 +22,8 @@ innermost context of each positive ``[memory]`` event.
 from __future__ import annotations
 
 import array
+import mmap
+import os
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from typing import Any
@@ -30,9 +32,11 @@ import numpy as np
 import numpy.typing as npt
 
 from ...model import Category, Frame, FrameKind, Profile, ProfileBuilder, Timeline, Track
+from ...model.timeline import _COLUMNS as TIMELINE_DTYPES
 from ...model.timeline import LINKED
 from .events import Kind
-from .tables import EventTables
+from .spill import I64, RunStore, TempArea
+from .tables import EventTables, HostTable
 
 UNLINKED_SCOPE = "launched before trace"
 
@@ -49,17 +53,18 @@ _BLOCK = 1 << 16  # events converted to Python lists at a time
 _END, _NODE, _DUR, _CHILD, _FLOPS, _CHILD_FLOPS, _BW, _KIND = range(8)
 
 
-class _Rows:
-    """Timeline rows as typed arrays (not Python lists: a trace has millions of them)."""
+class _Rows(RunStore):
+    """Timeline rows (node, track, start, dur, category, flags, correlation), spilled to disk in runs
+    sorted by (start, track) once they pass ``spill.RUN_ROWS``; merged into column files at the end."""
 
-    def __init__(self) -> None:
-        self.node = array.array("i")
-        self.track = array.array("i")
-        self.start = array.array("q")
-        self.dur = array.array("q")
-        self.category = array.array("b")
-        self.flags = array.array("B")
-        self.correlation = array.array("q")
+    FIELDS = ("node", "track", "start_ns", "dur_ns", "category", "flags", "correlation")
+
+    def __init__(self, temp: TempArea) -> None:
+        super().__init__(len(self.FIELDS), _timeline_order, key=2, temp=temp, stem="timeline")
+
+
+def _timeline_order(records: I64) -> npt.NDArray[np.intp]:
+    return np.lexsort((records[:, 1], records[:, 2]))
 
 
 class _Tree:
@@ -98,7 +103,7 @@ class _Tree:
 
 def build_profile(tables: EventTables, metadata: dict[str, Any], warnings: Counter[str]) -> Profile:
     tree = _Tree(tables.frames)
-    rows = _Rows()
+    rows = _Rows(tables.temp)
     cpu_time: defaultdict[int, float] = defaultdict(float)
     op_time: defaultdict[int, float] = defaultdict(float)
     count: defaultdict[int, float] = defaultdict(float)
@@ -122,7 +127,7 @@ def build_profile(tables: EventTables, metadata: dict[str, Any], warnings: Count
         for node, value in col.items():
             if value:
                 b.add(node, name, value)
-    timeline = _timeline(_thread_tracks(tables) + stream_tracks, rows)
+    timeline = _timeline(_thread_tracks(tables) + stream_tracks, rows, tables.temp)
     metadata = {**metadata, "import_warnings": dict(sorted(warnings.items()))}
     return b.build(metadata, timeline)
 
@@ -149,35 +154,14 @@ def _sweep_host(
     launch_node = array.array("q")
     if n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    thread = h.column("thread")
-    start = h.column("start")
-    end = start + h.column("dur")
-    kind = h.column("kind")
-    fwd = h.column("fwd")
-    bw_threads = np.unique(thread[(kind == Kind.OP) & (fwd > 0)])
-    late = np.zeros(len(tables.threads), dtype=np.int8)
-    late[bw_threads] = 1  # autograd threads after forward threads: their ops look up forward ops
-    order = np.lexsort((kind, -end, start, thread, late[thread]))
-    del late
+    h.finish()
+    bw_set = h.bw_threads
+    # autograd threads after forward threads: their ops look up forward ops
+    thread_order = sorted(h.groups(), key=lambda t: (t in bw_set, t))
 
-    columns = (
-        thread,
-        start,
-        end,
-        kind,
-        h.column("name"),
-        h.column("ext"),
-        h.column("corr"),
-        h.column("seq"),
-        fwd,
-        h.column("value"),
-    )
-
-    bw_set = set(bw_threads.tolist())
     b = tree.b
     child = tree.child
-    r_node, r_track, r_start, r_dur = rows.node.append, rows.track.append, rows.start.append, rows.dur.append
-    r_cat, r_flags, r_corr = rows.category.append, rows.flags.append, rows.correlation.append
+    r_add = rows.data.extend
     op_ext = array.array("q")  # External id and node of every op: the fallback for launches outside any op
     op_node = array.array("q")
     fwd_seq: dict[int, int] = {}  # sequence number -> forward op node
@@ -209,7 +193,9 @@ def _sweep_host(
     base = 0
     track = 0
     is_bw_thread = False
-    for th, st, en, kd, nm, ext, corr, seq, fw, val in _blocks(order, columns):
+    for th, st, en, kd, nm, ext, corr, seq, fw, val in _host_blocks(h, thread_order):
+        rows.maybe_spill()
+        r_add = rows.data.extend
         for i in range(len(th)):
             t = th[i]
             if t != cur:
@@ -255,13 +241,7 @@ def _sweep_host(
                     launch_node.append(node)
                     if not stack and ext[i] >= 0:
                         pending_rt.append((len(launch_node) - 1, ext[i]))
-                r_node(node)
-                r_track(track)
-                r_start(s)
-                r_dur(e_ - s)
-                r_cat(C_SYNC if k == K_SYNC else C_RUNTIME)
-                r_flags(0)
-                r_corr(c)
+                r_add((node, track, s, e_ - s, C_SYNC if k == K_SYNC else C_RUNTIME, 0, c))
             elif k == K_STEP:
                 step = child(base, nm[i])
                 count[step] += 1
@@ -285,13 +265,7 @@ def _sweep_host(
                         fwd_seq[sq] = node
                         if is_bw_thread:
                             fwd_seq_from_bw.add(sq)
-                    r_node(node)
-                    r_track(track)
-                    r_start(s)
-                    r_dur(e_ - s)
-                    r_cat(C_OP)
-                    r_flags(0)
-                    r_corr(-1)
+                    r_add((node, track, s, e_ - s, C_OP, 0, -1))
             stack.append([e_, node, e_ - s, 0, val[i] if k == K_OP else 0.0, False, in_bw, k])
     while stack:
         pop()
@@ -313,6 +287,20 @@ def _sweep_host(
         np.frombuffer(launch_corr, dtype=np.int64).copy(),
         np.frombuffer(launch_node, dtype=np.int64).copy(),
     )
+
+
+def _host_blocks(h: HostTable, thread_order: list[int]) -> Iterator[list[list[Any]]]:
+    """Host events in (thread, start, longest first, outer kind first) order, as Python lists per block,
+    with ``end`` in place of ``dur``; threads in ``thread_order``, merged from the spilled runs."""
+    for t in thread_order:
+        for w in h.windows(group=t):
+            start = w[:, 1]
+            end = start + w[:, 2]
+            order = np.lexsort((w[:, 3], -end, start))
+            w[:, 2] = end
+            w = w[order]
+            for lo in range(0, len(w), _BLOCK):
+                yield w[lo : lo + _BLOCK].T.tolist()
 
 
 def _blocks(order: npt.NDArray[np.intp], columns: tuple[npt.NDArray[Any], ...]) -> Iterator[list[list[Any]]]:
@@ -385,31 +373,53 @@ def _join_device(
     dev_stream = np.stack([d.column("device"), d.column("stream")], axis=1)
     pairs, inverse = np.unique(dev_stream, axis=0, return_inverse=True)
     base = len(tables.threads)
-    tracks_idx = array.array("i", (inverse.reshape(-1).astype(np.int32) + base).tobytes())
     stream_tracks = [Track(f"stream {int(s)}", f"cuda:{int(dv)}", "stream") for dv, s in pairs.tolist()]
     kinds = d.column("kind")
     cat = np.zeros(n, dtype=np.int8)
     for k, c in _DEVICE_CATEGORY.items():
         cat[kinds == k] = int(c)
-    rows.node.extend(node_col)
-    rows.track.extend(tracks_idx)
-    rows.start.frombytes(np.ascontiguousarray(d.column("start")).tobytes())
-    rows.dur.frombytes(np.ascontiguousarray(d.column("dur")).tobytes())
-    rows.category.extend(array.array("b", cat.tobytes()))
-    rows.flags.extend(array.array("B", np.where(linked, LINKED, 0).astype(np.uint8).tobytes()))
-    rows.correlation.frombytes(np.ascontiguousarray(d.column("corr")).tobytes())
+    rows.add_array(
+        np.stack(
+            [
+                nodes.astype(np.int64),
+                inverse.reshape(-1).astype(np.int64) + base,
+                d.column("start"),
+                d.column("dur"),
+                cat.astype(np.int64),
+                np.where(linked, LINKED, 0).astype(np.int64),
+                d.column("corr"),
+            ],
+            axis=1,
+        )
+    )
     return time_ns, stream_tracks
 
 
-def _timeline(tracks: list[Track], rows: _Rows) -> Timeline:
-    cols: dict[str, npt.NDArray[Any]] = {
-        "node": np.frombuffer(rows.node, dtype=np.int32),
-        "track": np.frombuffer(rows.track, dtype=np.int32),
-        "start_ns": np.frombuffer(rows.start, dtype=np.int64),
-        "dur_ns": np.frombuffer(rows.dur, dtype=np.int64),
-        "category": np.frombuffer(rows.category, dtype=np.int8),
-        "flags": np.frombuffer(rows.flags, dtype=np.uint8),
-        "correlation": np.frombuffer(rows.correlation, dtype=np.int64),
-    }
-    order = np.lexsort((cols["track"], cols["start_ns"]))
-    return Timeline.from_columns({k: v[order] for k, v in cols.items()}, tuple(tracks))
+def _timeline(tracks: list[Track], rows: _Rows, temp: TempArea) -> Timeline:
+    """The rows sorted by (start, track), stably. Spilled rows are merged into one file per column and
+    mapped (copy-on-write) from there: the timeline then lives in the page cache, not in the heap."""
+    dtypes = [np.dtype(TIMELINE_DTYPES[name]) for name in _Rows.FIELDS]
+    rows.finish()
+    if not rows.spilled:
+        records = rows.runs[0].data if rows.runs else np.zeros((0, len(dtypes)), np.int64)
+        cols = {name: records[:, i].astype(dt) for i, (name, dt) in enumerate(zip(_Rows.FIELDS, dtypes, strict=True))}
+        rows.close()
+        return Timeline.from_columns(cols, tuple(tracks))
+    paths = [temp.path(f"column-{name}") for name in _Rows.FIELDS]
+    files = [open(p, "wb") for p in paths]  # noqa: SIM115  (closed below)
+    try:
+        for w in rows.windows():
+            w = w[np.lexsort((w[:, 1], w[:, 2]))]
+            for i, fh in enumerate(files):
+                w[:, i].astype(dtypes[i]).tofile(fh)
+    finally:
+        for fh in files:
+            fh.close()
+        rows.close()
+    cols = {}
+    for name, path, dt in zip(_Rows.FIELDS, paths, dtypes, strict=True):
+        with open(path, "rb") as fh:
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
+        os.unlink(path)  # the mapping keeps the data; nothing is left behind on disk
+        cols[name] = np.frombuffer(mm, dtype=dt)
+    return Timeline.from_columns(cols, tuple(tracks))

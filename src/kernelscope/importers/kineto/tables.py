@@ -20,6 +20,7 @@ from ...model import Frame
 from .events import CATEGORIES, Kind, RawEvent, host_kind, is_comm_kernel, region_name
 from .flops import FLOP_RULES, op_flops
 from .pyframes import python_frame
+from .spill import I64, RunStore, TempArea
 
 _LIMIT = 1 << 62  # ns; anything larger is not a timestamp
 
@@ -63,9 +64,36 @@ class _Rows:
         return table[:, self.FIELDS.index(name)]
 
 
-class HostTable(_Rows):
+class HostTable(RunStore):
+    """Host events, spilled to disk in sorted runs once they pass ``spill.RUN_ROWS`` (80 bytes each).
+
+    Runs are sorted by (thread, start, longest first, outer kind first); ``windows(thread)`` merges
+    them back one thread at a time (see ``spill``). ``min_start`` and ``bw_threads`` (threads with
+    ops that carry ``Fwd thread id``) are gathered as the runs are written.
+    """
+
     # name: index into EventTables.frames (runtime calls: into .names); value: FLOPs (ops) or bytes (allocations)
     FIELDS = ("thread", "start", "dur", "kind", "name", "ext", "corr", "seq", "fwd", "value")
+
+    def __init__(self, temp: TempArea) -> None:
+        super().__init__(len(self.FIELDS), _host_order, key=1, temp=temp, stem="host", group=0)
+        self.min_start: int | None = None
+        self.bw_threads: set[int] = set()
+
+    def _sorted(self) -> I64:
+        records = self._records()
+        if len(records):
+            first = int(records[:, 1].min())
+            self.min_start = first if self.min_start is None else min(self.min_start, first)
+            bw = (records[:, 3] == Kind.OP) & (records[:, 8] > 0)
+            if bw.any():
+                self.bw_threads.update(np.unique(records[bw, 0]).tolist())
+        return records[_host_order(records)]
+
+
+def _host_order(records: I64) -> npt.NDArray[np.intp]:
+    start = records[:, 1]
+    return np.lexsort((records[:, 3], -(start + records[:, 2]), start, records[:, 0]))
 
 
 class DeviceTable(_Rows):
@@ -75,9 +103,10 @@ class DeviceTable(_Rows):
 class EventTables:
     """Fed batch by batch by the reader; ``build`` turns it into a Profile."""
 
-    def __init__(self, warnings: Counter[str]) -> None:
+    def __init__(self, warnings: Counter[str], temp: TempArea | None = None) -> None:
         self.warnings = warnings
-        self.host = HostTable()
+        self.temp = temp if temp is not None else TempArea()
+        self.host = HostTable(self.temp)
         self.device = DeviceTable()
         self.frames: list[Frame] = []
         self._frame_index: dict[Frame, int] = {}
@@ -256,3 +285,9 @@ class EventTables:
             elif ph is None:
                 w["events without ph"] += 1
         self.events_seen += n
+        self.host.maybe_spill()
+
+    def close(self) -> None:
+        """Remove the spilled runs (the profile, once built, does not need them)."""
+        self.host.close()
+        self.temp.close()
