@@ -31,9 +31,9 @@ STEP_PREFIX = "ProfilerStep#"
 # torch.compile's wrappers: context (region frames), not ops.
 REGION_PREFIXES = ("Torch-Compiled Region", "CompiledFunction", "## Call CompiledFxGraph")
 
-# (event, ctx node, frame ctx (nearest non-op), user fn of the parent PyCall,
+# (event, ctx node, frame ctx (nearest non-op), the parent PyCall's extra fields,
 #  forward context of the backward we are in (-1: none), inside a FLOP-counted op, scopes applied on the path)
-_Item = tuple[Any, int, int, "tuple[str, int, str] | None", int, bool, "tuple[int, ...]"]
+_Item = tuple[Any, int, int, Any, int, bool, "tuple[int, ...]"]
 
 
 @dataclass
@@ -154,11 +154,12 @@ class TreeWalker:
         #               forward context of the backward we are in (-1: none), inside a FLOP-counted op)
         roots = list(roots)
         top = {id(r) for r in roots}
+        tags = self._tags
         stack: list[_Item] = [(r, 0, 0, None, -1, False, ()) for r in reversed(roots)]
         while stack:
             ev, ctx, fctx, user_fn, bwd_base, counted, applied = stack.pop()
             st.events += 1
-            tag = self._tag(ev)
+            tag = tags.get(ev.tag) or self._tag(ev)
             children = ev.children
             if self._open and tag != "Allocation":
                 new_ctx, applied = self._enter_scopes(ev, ctx, applied)
@@ -178,19 +179,14 @@ class TreeWalker:
                     frame = None
                 if frame is not None:
                     node = b.child(node, frame)
-                fn: tuple[str, int, str] | None = None
+                fn = None  # the PyCall's extra fields: its callsite is read only if an op sits right below
                 if tag == "PyCall":
                     mod = ex.module
                     if mod is not None:
                         info = self.module_path(mod.self_ptr)
                         path, cls = info if info is not None else (mod.cls_name, mod.cls_name)
                         node = b.child(node, Frame.module_(path, cls))
-                    site = ex.callsite
-                    try:
-                        if is_user_file(site.file_name):
-                            fn = (site.file_name, site.line_number, site.function_name)
-                    except UnicodeDecodeError:
-                        fn = None
+                    fn = ex
                 if children:
                     nf = node if node != ctx else fctx
                     stack.extend((c, node, nf, fn, bwd_base, counted, applied) for c in reversed(children))
@@ -210,7 +206,7 @@ class TreeWalker:
         ev: Any,
         ctx: int,
         fctx: int,
-        user_fn: tuple[str, int, str] | None,
+        user_fn: Any,
         bwd_base: int,
         counted: bool,
         applied: tuple[int, ...],
@@ -229,15 +225,20 @@ class TreeWalker:
         # an op called straight from a user function (no builtin call in between, e.g. `x + y`):
         # we know the function, not the line; use its first line.
         if user_fn is not None:
-            frame = self._python(*user_fn)
+            try:
+                site = user_fn.callsite
+                frame = self._python(site.file_name, site.line_number, site.function_name)
+            except UnicodeDecodeError:
+                frame = None
             if frame is not None:
                 ctx = fctx = b.child(ctx, frame)
 
+        tags = self._tags
         child_time = 0
         allocs = 0.0
         has_child_op = False
         for c in children:
-            t = self._tag(c)
+            t = tags.get(c.tag) or self._tag(c)
             if t == "TorchOp":
                 child_time += c.duration_time_ns
                 has_child_op = True
