@@ -8,7 +8,7 @@ import signal
 import sys
 from typing import Any
 
-from ..errors import BadInputError, UsageError
+from ..errors import BadInputError
 from .view import show
 
 
@@ -19,7 +19,6 @@ class RunCommand:
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("-o", "--output", help="profile to write (default: <script>.ksprof in the current folder)")
         parser.add_argument("--no-view", action="store_true", help="do not print the tree afterwards")
-        parser.add_argument("--html", metavar="REPORT.html", help="also write an HTML report")
         parser.add_argument("--no-memory", action="store_true", help="do not record allocations (lower overhead)")
         parser.add_argument(
             "--shapes",
@@ -43,8 +42,6 @@ class RunCommand:
         out_dir = os.path.dirname(os.path.abspath(output))
         if not os.path.isdir(out_dir):
             raise BadInputError(f"{output}: folder {out_dir} does not exist")
-        if args.html:
-            raise UsageError("--html needs the report command, which this version does not have yet")
         try:
             from ..collect import api
         except ImportError as exc:
