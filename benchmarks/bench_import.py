@@ -8,6 +8,7 @@ never in the repository).
 
     python benchmarks/bench_import.py                      # OWLv2 at 1x, 10x, 32x (~1 GB)
     python benchmarks/bench_import.py --scales 1,10 --hta-python /tmp/htaenv/bin/python
+    python benchmarks/bench_import.py --scales 1,10,32 --tools kernelscope,json   # without HTA
 
 HTA (pip package ``HolisticTraceAnalysis``) is run with ``--hta-python`` (an interpreter where it is
 installed; its pins may clash with kernelscope's environment, so a separate venv is easiest).

@@ -474,3 +474,56 @@ def test_compiled_traces_have_regions() -> None:
         assert any(f.kind is FrameKind.REGION for f in p.frames), name
     p = import_file(str(_real("tracelens_mi300_xdit_sd35_torch_compile_triton.json.gz")))
     assert len(p.metadata["triton_kernel_files"]) > 10
+
+
+def _fingerprint(profile: Profile) -> tuple[Any, ...]:
+    tl = profile.timeline
+    assert tl is not None
+    cols = tuple(np.asarray(c).tobytes() for c in tl.columns().values())
+    paths = tuple(tuple(profile.path(i)) for i in range(len(profile)))
+    metrics = tuple((m, profile.exclusive(m).tobytes()) for m in profile.metric_names)
+    return cols, tl.tracks, paths, metrics, profile.metadata.get("import_warnings")
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["tracelens_mi300_ddp_resnet_actckpt_train_rank0.json.gz", "hta_128rank_sampled_rank-0.json.gz"],
+)
+def test_spilled_runs_give_exactly_the_in_memory_profile(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tiny runs and windows (host events and timeline rows on disk, merged back) change nothing."""
+    from kernelscope.importers.kineto import spill
+
+    path = TRACES / name
+    if not path.exists():
+        pytest.skip("../shared/traces not present")
+    in_memory = import_file(str(path))
+    monkeypatch.setattr(spill, "RUN_ROWS", 997)
+    monkeypatch.setattr(spill, "WINDOW_ROWS", 61)
+    monkeypatch.setattr(spill, "MIN_STEP", 1)
+    spilled = import_file(str(path))
+    assert _fingerprint(spilled) == _fingerprint(in_memory)
+
+
+def test_spilled_import_leaves_no_temporary_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelscope.importers.kineto import spill
+
+    monkeypatch.setattr(spill, "RUN_ROWS", 50)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    trace = tmp_path / "t.json"
+    events = []
+    for i in range(300):
+        events.append({"ph": "X", "cat": "cpu_op", "name": f"aten::op{i % 3}", "pid": 1, "tid": 1, "ts": i * 10.0,
+                       "dur": 5.0, "args": {"External id": i}})  # fmt: skip
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                       "ts": i * 10.0 + 1, "dur": 2.0, "args": {"correlation": i}})  # fmt: skip
+        events.append({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": i * 10.0 + 3, "dur": 1.0,
+                       "args": {"device": 0, "stream": 7, "correlation": i}})  # fmt: skip
+    trace.write_text(json.dumps({"traceEvents": events}))
+    profile = import_file(str(trace))
+    assert profile.timeline is not None and len(profile.timeline) == 900
+    assert int(profile.timeline.start_ns.min()) == 0
+    assert list((tmp_path / "tmp").iterdir()) == []

@@ -48,6 +48,8 @@ BAD_INPUTS: dict[str, tuple[str, bytes, str]] = {
     "traceEvents not a list": ("t.json", b'{"traceEvents": {"ph": "X"}}', "traceEvents is a dict"),
     "truncated JSON": ("t.json", _doc()[:-5000], "truncated or malformed JSON"),
     "truncated gzip": ("t.json.gz", gzip.compress(_doc(3000))[:40000], "truncated gzip"),
+    # cut inside the first 64 KB: nothing decompresses; must not pass for an empty file
+    "truncated gzip head": ("t.json.gz", gzip.compress(_doc(3000))[:12], "truncated gzip"),
     "corrupt gzip": ("t.json.gz", gzip.compress(_doc(3000))[:30000] + b"\x00" * 30000, "gzip"),
     "malformed JSON": ("t.json", _doc().replace(b'"dur"', b'"dur" #', 1), "malformed JSON"),
     "no usable events": ("t.json", b'{"traceEvents": [{"ph": "X", "cat": "mystery", "ts": 1, "dur": 1}]}', "no ops"),

@@ -35,18 +35,42 @@ def importers() -> list[Importer]:
 
 
 def read_head(path: str, size: int = 65536) -> bytes:
-    """First ``size`` bytes of the file, gunzipped when it is gzip; b"" when it cannot be read."""
-    import gzip
+    """First ``size`` bytes of the file, gunzipped when it is gzip.
 
-    with open(path, "rb") as fh:
-        head = fh.read(size)
-    if head[:2] == b"\x1f\x8b":
-        try:
-            with gzip.open(path, "rb") as gz:
-                return gz.read(size)
-        except (OSError, EOFError):
-            return b""
-    return head
+    A gzip file is decompressed incrementally, so a truncated one still gives what it holds; one
+    from which nothing at all can be decompressed raises BadInputError (truncated or corrupt gzip),
+    rather than passing for an empty file.
+    """
+    import zlib
+
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(size)
+            if head[:2] != b"\x1f\x8b":
+                return head
+            inflate = zlib.decompressobj(wbits=31)  # gzip container
+            out = b""
+            try:
+                while len(out) < size:
+                    raw = head if head else fh.read(size)
+                    head = b""
+                    if not raw:
+                        break
+                    out += inflate.decompress(raw, size - len(out))
+                    while inflate.unconsumed_tail and len(out) < size:
+                        out += inflate.decompress(inflate.unconsumed_tail, size - len(out))
+                    if inflate.eof:
+                        break
+            except zlib.error as exc:
+                if not out:
+                    raise BadInputError(f"{path}: corrupt gzip data ({exc}); re-copy or re-export the trace") from None
+            if not out and not inflate.eof:
+                raise BadInputError(
+                    f"{path}: truncated gzip file (nothing could be decompressed); re-copy or re-export the trace"
+                )
+            return out[:size]
+    except OSError as exc:
+        raise BadInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
 def find_importer(path: str) -> Importer:

@@ -50,8 +50,8 @@ def _load(path: str, reader: TraceReader, tables: EventTables, warnings: Counter
         raise BadInputError(f"{path}: JSON nested too deeply; not a Kineto/Chrome trace") from None
     except MemoryError:
         raise BadInputError(f"{path}: out of memory while reading the trace") from None
-    except OSError as exc:  # the temporary runs (disk full)
-        raise BadInputError(f"{path}: cannot write temporary data: {exc.strerror or exc}") from None
+    except OSError as exc:  # the temporary runs (disk full, no TMPDIR)
+        raise BadInputError(f"{path}: I/O error while importing ({exc.strerror or exc}); check TMPDIR space") from None
     if tables.events_seen == 0:
         raise BadInputError(f"{path}: the trace has no events (nothing was recorded)")
     if len(tables.host) + len(tables.device) == 0:

@@ -47,7 +47,7 @@ _DEVICE_CATEGORY = {
     Kind.COMM: Category.COMM,
 }
 
-_BLOCK = 1 << 16  # events converted to Python lists at a time
+_BLOCK = 1 << 14  # events converted to Python lists at a time (two blocks are alive at once)
 
 # stack entry fields
 _END, _NODE, _DUR, _CHILD, _FLOPS, _CHILD_FLOPS, _BW, _KIND = range(8)
@@ -418,8 +418,8 @@ def _timeline(tracks: list[Track], rows: _Rows, temp: TempArea) -> Timeline:
         rows.close()
     cols = {}
     for name, path, dt in zip(_Rows.FIELDS, paths, dtypes, strict=True):
-        with open(path, "rb") as fh:
-            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
+        with open(path, "rb") as src:
+            mm = mmap.mmap(src.fileno(), 0, access=mmap.ACCESS_COPY)
         os.unlink(path)  # the mapping keeps the data; nothing is left behind on disk
         cols[name] = np.frombuffer(mm, dtype=dt)
     return Timeline.from_columns(cols, tuple(tracks))

@@ -1,4 +1,7 @@
-"""Compact columns of the events the joins need: the only per-event memory the import keeps.
+"""Compact columns of the events the joins need.
+
+Host rows are spilled to disk in sorted runs once they pass ``spill.RUN_ROWS`` (see ``spill``);
+device rows stay in memory.
 
 Host events (annotations, user python frames, ops, runtime calls, allocations) and device events
 (kernels, copies, sets) go into typed ``array`` columns, 8 bytes per number, about 70 bytes per
