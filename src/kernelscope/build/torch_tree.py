@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from ..collect.userframes import display_path, is_user_file
 from ..model import Frame, FrameKind, ProfileBuilder
-from .costs import op_flops
+from .costs import FLOP_RULES, op_flops
 
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 STEP_PREFIX = "ProfilerStep#"
@@ -32,8 +32,8 @@ STEP_PREFIX = "ProfilerStep#"
 REGION_PREFIXES = ("Torch-Compiled Region", "CompiledFunction", "## Call CompiledFxGraph")
 
 # (event, ctx node, frame ctx (nearest non-op), the parent PyCall's extra fields,
-#  forward context of the backward we are in (-1: none), inside a FLOP-counted op, scopes applied on the path)
-_Item = tuple[Any, int, int, Any, int, bool, "tuple[int, ...]"]
+#  forward context of the backward we are in (-1: none), scopes applied on the path)
+_Item = tuple[Any, int, int, Any, int, "tuple[int, ...]"]
 
 
 @dataclass
@@ -139,7 +139,7 @@ class TreeWalker:
         frame = self._py_frames.get(key, self)  # self = sentinel
         if frame is self:
             if function.startswith("torch_dynamo_resume_in_"):
-                from ..collect.torch_compile import original_function
+                from ..collect.compile.provenance import original_function
 
                 function = original_function(function)
             frame = Frame.python(display_path(file), line, function) if is_user_file(file) else None
@@ -151,13 +151,13 @@ class TreeWalker:
         b = self.builder
         st = self.state
         # stack items: (event, ctx node, frame ctx (nearest non-op), user fn of parent PyCall,
-        #               forward context of the backward we are in (-1: none), inside a FLOP-counted op)
+        #               forward context of the backward we are in (-1: none), scopes on the path)
         roots = list(roots)
         top = {id(r) for r in roots}
         tags = self._tags
-        stack: list[_Item] = [(r, 0, 0, None, -1, False, ()) for r in reversed(roots)]
+        stack: list[_Item] = [(r, 0, 0, None, -1, ()) for r in reversed(roots)]
         while stack:
-            ev, ctx, fctx, user_fn, bwd_base, counted, applied = stack.pop()
+            ev, ctx, fctx, user_fn, bwd_base, applied = stack.pop()
             st.events += 1
             tag = tags.get(ev.tag) or self._tag(ev)
             children = ev.children
@@ -189,7 +189,7 @@ class TreeWalker:
                     fn = ex
                 if children:
                     nf = node if node != ctx else fctx
-                    stack.extend((c, node, nf, fn, bwd_base, counted, applied) for c in reversed(children))
+                    stack.extend((c, node, nf, fn, bwd_base, applied) for c in reversed(children))
                 continue
             if tag == "Allocation":
                 size = ev.extra_fields.alloc_size
@@ -199,7 +199,7 @@ class TreeWalker:
             if tag != "TorchOp":
                 continue  # Kineto/backend/vulkan records: device work comes from kineto events
             st.ops += 1
-            self._torch_op(ev, ctx, fctx, user_fn, bwd_base, counted, applied, stack)
+            self._torch_op(ev, ctx, fctx, user_fn, bwd_base, applied, stack)
 
     def _torch_op(
         self,
@@ -208,7 +208,6 @@ class TreeWalker:
         fctx: int,
         user_fn: Any,
         bwd_base: int,
-        counted: bool,
         applied: tuple[int, ...],
         stack: list[_Item],
     ) -> None:
@@ -255,7 +254,7 @@ class TreeWalker:
             if self.compiled is not None and name.startswith("## Call CompiledFxGraph"):
                 self.compiled.enter_graph()
             if children:
-                stack.extend((c, ctx, fctx, None, bwd_base, counted, applied) for c in reversed(children))
+                stack.extend((c, ctx, fctx, None, bwd_base, applied) for c in reversed(children))
             return
 
         if name.startswith(BACKWARD_PREFIX):
@@ -291,7 +290,7 @@ class TreeWalker:
                 placed = self.compiled.place(name, bwd_base >= 0, place_ctx, b, metrics, has_child_op)
                 if placed is not None:
                     if children:
-                        stack.extend((c, placed, fctx, None, bwd_base, True, applied) for c in reversed(children))
+                        stack.extend((c, placed, fctx, None, bwd_base, applied) for c in reversed(children))
                     return
             node = self._op(ctx, name)
 
@@ -305,20 +304,21 @@ class TreeWalker:
         if corr:
             st.corr_node[corr] = node
 
-        if self.shapes and (not counted or not has_child_op):
-            shapes = None
-            flops = None if counted else op_flops(name, shapes := _shapes(ex.inputs), ex.inputs)
-            if flops is not None:
-                counted = True
+        if self.shapes:
+            # FLOPs on the innermost op that has a rule (aten::linear → aten::addmm counts at addmm),
+            # as the trace importer does; bytes on leaf ops
+            if name in FLOP_RULES and not any(
+                (tags.get(c.tag) or self._tag(c)) == "TorchOp" and c.name in FLOP_RULES for c in children
+            ):
+                flops = op_flops(name, _shapes(ex.inputs), ex.inputs)
                 if flops:
                     b.add(node, "flops", flops)
             if not has_child_op:
                 nbytes = _input_bytes(ex.inputs) + allocs
                 if nbytes:
                     b.add(node, "bytes", nbytes)
-            del shapes
         if children:
-            stack.extend((c, node, fctx, None, bwd_base, counted, applied) for c in reversed(children))
+            stack.extend((c, node, fctx, None, bwd_base, applied) for c in reversed(children))
 
 
 def _is_graph_call(frame: Frame) -> bool:
