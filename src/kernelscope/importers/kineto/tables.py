@@ -263,7 +263,10 @@ class EventTables:
                             value = int(op_flops(op, args.input_dims, args.concrete))
                         kf = args.kernel_file
                         if type(kf) is str:
+                            # a Triton launch from compiled code: context for its kernel, not an op
                             self.triton_files[op] = kf
+                            kind = Kind.REGION
+                            label = self._frame(Frame.region(op))
                 host((thread, start, dur, kind, label, ext, corr, seq, fwd, value))
             elif ph == "i" or ph == "I":
                 args = ev.args
