@@ -8,14 +8,18 @@ are dropped, so memory holds the (small) tree, not millions of events.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import platform
+import signal
 import socket
 import sys
+import threading
 import time
 import warnings
 from collections import defaultdict, deque
+from collections.abc import Iterator
 from typing import Any
 
 from ..model import Profile, ProfileBuilder, TimelineBuilder
@@ -175,10 +179,15 @@ class Session:
             and self._prof is not None
             and time.perf_counter() - self._window_start >= self.shape_seconds
         ):
-            self.deactivate()
-            self.activate()
+            with _sigint_deferred():
+                self._deactivate()
+                self.activate()
 
     def deactivate(self) -> None:
+        with _sigint_deferred():  # a Ctrl-C mid-fold would lose the window's events
+            self._deactivate()
+
+    def _deactivate(self) -> None:
         prof = self._prof
         if prof is None:
             return
@@ -383,6 +392,22 @@ def _git_commit() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out or None
+
+
+@contextlib.contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Hold a Ctrl-C until the block is done, then raise it (main thread only; elsewhere a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pending.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if pending:
+        raise KeyboardInterrupt
 
 
 class _quiet_fd:
