@@ -57,7 +57,7 @@ CHILD = textwrap.dedent(
 
     cap = None
     if capture:
-        from kernelscope.collect.torch_compile import CompileCapture
+        from kernelscope.collect.compile import CompileCapture
         cap = CompileCapture().__enter__()
     model = MLP()
     compiled = torch.compile(model)

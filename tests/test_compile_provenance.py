@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from kernelscope.collect import torch_compile
-from kernelscope.collect.torch_compile import CompileCapture, FusedOrigin, module_path, parse_stack, split_kernel_name
+from kernelscope.collect.compile import CompileCapture, FusedOrigin, module_path, parse_stack, split_kernel_name
+from kernelscope.collect.compile import capture as torch_compile  # where CompileCapture looks up probe
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -140,7 +140,7 @@ def test_stack_and_module_path_parsing() -> None:
 _SCRIPT = """
 import json, sys
 import torch
-from kernelscope.collect.torch_compile import CompileCapture
+from kernelscope.collect.compile import CompileCapture
 
 class M(torch.nn.Module):
     def __init__(self):

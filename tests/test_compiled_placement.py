@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kernelscope.build.compiled import common_prefix, place_compiled_kernel, split_exact
-from kernelscope.collect.torch_compile import FusedOrigin
+from kernelscope.collect.compile import FusedOrigin
 from kernelscope.model import Frame
 
 TOP = Frame.python("model.py", 34, "forward")

@@ -1,6 +1,6 @@
 """Place an Inductor kernel under the user lines and modules of the ops it fused (DESIGN.md).
 
-Pure: input is the kernel frame, its origins (see ``collect.torch_compile.FusedOrigin``) and the
+Pure: input is the kernel frame, its origins (see ``collect.compile.FusedOrigin``) and the
 kernel's measured metrics; output is the paths and metrics to add, relative to the user context
 the compiled region was called from.
 
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..model import Frame
 
 if TYPE_CHECKING:
-    from ..collect.torch_compile import FusedOrigin
+    from ..collect.compile.provenance import FusedOrigin
 
 # FLOPs that cost as much time as one byte moved: a CPU's compute/bandwidth balance, roughly.
 # Only the *ratio* between parts of one kernel matters.

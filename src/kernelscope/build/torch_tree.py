@@ -45,7 +45,7 @@ class _Scope:
 
 
 class CompiledPlacer(Protocol):
-    """Places an Inductor kernel under the lines it fused (see collect.torch_compile)."""
+    """Places an Inductor kernel under the lines it fused (see collect.compile)."""
 
     def place(
         self, name: str, backward: bool, ctx: int, builder: ProfileBuilder, metrics: dict[str, float], as_op: bool
