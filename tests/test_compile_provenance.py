@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from kernelscope.collect.compile import CompileCapture, FusedOrigin, module_path, parse_stack, split_kernel_name
-from kernelscope.collect.compile import capture as torch_compile  # where CompileCapture looks up probe
+from kernelscope.collect.compile import capture as capture_module  # where CompileCapture looks up probe
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -117,7 +117,7 @@ def test_every_profiled_cpp_kernel_has_user_lines_and_modules() -> None:
 
 
 def test_missing_private_api_degrades_with_one_warning(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(torch_compile, "probe", lambda: (None, ["torch._inductor.debug.x"]))
+    monkeypatch.setattr(capture_module, "probe", lambda: (None, ["torch._inductor.debug.x"]))
     with CompileCapture() as cap:
         assert cap.origins("graph_0_cpp_fused_add_0", False) is None
     assert len(cap.warnings) == 1 and "torch._inductor.debug.x" in cap.warnings[0]

@@ -370,11 +370,11 @@ def _placer(capture: Any) -> Any:
 
 def _start_compile_capture(warnings: list[str]) -> Any:
     try:
-        from . import torch_compile
+        from .compile import CompileCapture
     except ImportError:
         return None
     try:
-        capture = torch_compile.CompileCapture()
+        capture = CompileCapture()
         capture.__enter__()
     except Exception as exc:  # private APIs: degrade, never crash the user's run
         warnings.append(f"torch.compile provenance capture unavailable ({exc.__class__.__name__}: {exc})")
