@@ -9,6 +9,7 @@ compile records from Dynamo's compilation metrics (duck-typed), and the JSON doc
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -267,11 +268,20 @@ def _count_breaks(breaks: Sequence[GraphBreak]) -> list[dict[str, Any]]:
     return list(counted.values())
 
 
+_OWN = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _is_own(file: str | None) -> bool:
+    return bool(file) and os.path.abspath(str(file)).startswith(_OWN + os.sep)
+
+
 def _frames(compiles: Sequence[dict[str, Any]], breaks: Sequence[GraphBreak]) -> list[dict[str, Any]]:
     """Per user function: graphs (the function and its resumed parts), compiles (recompiles too), time."""
     frames: dict[tuple[str, str], dict[str, Any]] = {}
     codes: dict[tuple[str, str], set[str]] = {}
     for c in compiles:
+        if _is_own(c["file"]):
+            continue  # kernelscope's module hook, which Dynamo compiles as a frame of its own
         key = (c["file"], c["function"])
         entry = frames.setdefault(
             key,
