@@ -155,6 +155,7 @@ class TreeWalker:
         roots = list(roots)
         top = {id(r) for r in roots}
         tags = self._tags
+        user_files: dict[str, bool] = {}
         stack: list[_Item] = [(r, 0, 0, None, -1, ()) for r in reversed(roots)]
         while stack:
             ev, ctx, fctx, user_fn, bwd_base, applied = stack.pop()
@@ -170,7 +171,12 @@ class TreeWalker:
                 caller = ex.caller
                 node = ctx
                 try:
-                    frame = self._python(caller.file_name, caller.line_number, caller.function_name)
+                    file = caller.file_name
+                    user = user_files.get(file)
+                    if user is None:
+                        user = user_files[file] = is_user_file(file)
+                    # most calls come from library code: read the line and function only for user files
+                    frame = self._python(file, caller.line_number, caller.function_name) if user else None
                     if frame is not None and id(ev) in top and tag == "PyCall" and ex.callsite.function_name == frame.name:
                         # a frame already running when recording began reports itself, at that
                         # moment's line, as its caller: a stale line, not a call site
