@@ -560,3 +560,20 @@ def test_cli_timeline_without_a_timeline_is_one_clear_error(
     assert main(["timeline", path, "--json"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "has no timeline" in err
+
+
+def test_breakdown_summarises_across_ranks() -> None:
+    # given two ranks' devices, one idler than the other
+    b = Breakdown(
+        (
+            dev("rank 0/cuda:0", total_ns=100, busy_ns=90, computation_ns=80),
+            dev("rank 1/cuda:1", total_ns=120, busy_ns=60, computation_ns=50),
+        )
+    )
+    # then the merged view gives min / mean / max and names the most idle device
+    merged = b.to_json()["across_devices"]
+    assert merged["devices"] == 2
+    assert merged["busy_time_ms"] == pytest.approx({"min": 60e-6, "mean": 75e-6, "max": 90e-6})
+    assert merged["idle_time_ms"] == pytest.approx({"min": 10e-6, "mean": 35e-6, "max": 60e-6})
+    assert merged["most_idle_device"] == "rank 1/cuda:1"
+    assert Breakdown((dev(),)).across_devices() is None

@@ -77,7 +77,25 @@ class Breakdown:
     devices: tuple[DeviceBreakdown, ...]
 
     def to_json(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, "devices": [d.to_json() for d in self.devices]}
+        out: dict[str, Any] = {"schema": SCHEMA, "devices": [d.to_json() for d in self.devices]}
+        merged = self.across_devices()
+        if merged is not None:
+            out["across_devices"] = merged
+        return out
+
+    def across_devices(self) -> dict[str, Any] | None:
+        """With several devices (ranks): min / mean / max of each part, and the most idle device."""
+        if len(self.devices) < 2:
+            return None
+        parts = ("total", "busy", "idle", "computation", "exposed_comm", "exposed_memcpy", "total_comm", "total_memcpy")
+        rows = [d.to_json() for d in self.devices]
+        out: dict[str, Any] = {"devices": len(rows)}
+        for part in parts:
+            values = [r[f"{part}_time_ms"] for r in rows]
+            out[f"{part}_time_ms"] = {"min": min(values), "mean": sum(values) / len(values), "max": max(values)}
+        most_idle = max(rows, key=lambda r: r["idle_time_ms"])
+        out["most_idle_device"] = most_idle["device"]
+        return out
 
 
 def _union(tl: Timeline, mask: np.ndarray[Any, np.dtype[np.bool_]]) -> int:

@@ -27,8 +27,7 @@ class TimelineReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema": SCHEMA,
-            "devices": [d.to_json() for d in self.breakdown.devices],
+            **self.breakdown.to_json(),
             "idle_gaps": self.idle_gaps.to_json(),
             "launch": self.launch.to_json(),
             "syncs": self.syncs.to_json(),

@@ -6,6 +6,8 @@ through ``Text`` so brackets in kernel names are never read as markup.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -65,6 +67,27 @@ def render_breakdown(console: Console, devices: tuple[DeviceBreakdown, ...]) -> 
                 )
             )
         console.print()
+
+
+def render_across(console: Console, merged: dict[str, Any] | None) -> None:
+    if merged is None:
+        return
+    t = _table(f"Across {merged['devices']} devices (ranks)")
+    for name in ("", "min ms", "mean ms", "max ms"):
+        t.add_column(name, justify="left" if not name else "right", no_wrap=True)
+    for part, label in (
+        ("total", "total"),
+        ("busy", "busy"),
+        ("computation", "  computation"),
+        ("exposed_comm", "  exposed communication"),
+        ("exposed_memcpy", "  exposed memcpy"),
+        ("idle", "idle"),
+    ):
+        v = merged[f"{part}_time_ms"]
+        t.add_row(label, f"{v['min']:,.3f}", f"{v['mean']:,.3f}", f"{v['max']:,.3f}")
+    console.print(t)
+    console.print(Text(f"  most idle: {merged['most_idle_device']}", style="dim"))
+    console.print()
 
 
 def render_gaps(console: Console, report: TimelineReport) -> None:
@@ -156,6 +179,7 @@ def render_timeline(console: Console, report: TimelineReport) -> None:
         console.print(Text("no device events in this timeline"))
         return
     render_breakdown(console, report.breakdown.devices)
+    render_across(console, report.breakdown.across_devices())
     render_gaps(console, report)
     render_launch(console, report)
     render_syncs(console, report)
