@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import Profile
-from .breakdown import SCHEMA, Breakdown, DeviceBreakdown, breakdown
+from .breakdown import Breakdown, DeviceBreakdown, breakdown
 from .idle import KERNEL_WAIT_NS, GapClass, IdleGaps, idle_gaps
 from .launch import LaunchStats, launch_stats
 from .syncs import Syncs, syncs

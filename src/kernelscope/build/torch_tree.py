@@ -83,6 +83,7 @@ class TreeWalker:
     _open: dict[int, list[int]] = field(default_factory=dict)  # tid -> stack of scope ids
     _scopes: list[_Scope] = field(default_factory=list)
     _scope_done: set[int] = field(default_factory=set)
+    _compile_sids: set[int] = field(default_factory=set)  # scopes that are torch.compile compiling
     _tags: dict[Any, str] = field(default_factory=dict)  # profiler tag enum -> its name
     _op_frames: dict[str, int] = field(default_factory=dict)  # op name -> interned frame index
 
@@ -117,12 +118,26 @@ class TreeWalker:
             sc = self._scopes[sid]
             if sid in applied or ev.end_time_ns > sc.end or sc.start < pstart or pend < sc.end:
                 continue
-            ctx = self.builder.child(ctx, Frame.scope(sc.name))
+            # `## Call CompiledFxGraph <key> ##` is a compiled-graph region, however it was recorded
+            frame = Frame.region(sc.name.strip("# ")) if sc.name.startswith("## ") else Frame.scope(sc.name)
+            ctx = self.builder.child(ctx, frame)
             if sid not in self._scope_done:
                 self._scope_done.add(sid)
                 self.builder.add_many(ctx, sc.metrics)
             applied = (*applied, sid)
         return ctx, applied
+
+    def _open_annotation(self, ev: Any, name: str) -> None:
+        opened = self._open.get(ev.start_tid, ())
+        if any(sid in self._compile_sids and self._scopes[sid].end > ev.start_time_ns for sid in opened):
+            return  # phases inside a compile: folded into it
+        if _is_compile_phase(name):
+            self._open_scope(ev, COMPILING_SCOPE)
+            self._compile_sids.add(len(self._scopes) - 1)
+        elif not name.startswith(STEP_PREFIX):
+            self._open_scope(ev, name)
+            if self.compiled is not None and name.startswith("## Call CompiledFxGraph"):
+                self.compiled.enter_graph()
 
     def _open_scope(self, ev: Any, name: str) -> None:
         queue = self.scope_metrics.get(name)
@@ -253,6 +268,11 @@ class TreeWalker:
                     allocs += size
         self_ns = float(max(ev.duration_time_ns - child_time, 0))
 
+        if not children and "::" not in name and _is_annotation(ev):
+            # a record_function range: PyTorch's tree has it as a leaf; it nests by time, like a scope
+            self._open_annotation(ev, name)
+            return
+
         if scope == "USER_SCOPE":
             # steps would split the tree once per step: drop them
             if not name.startswith(STEP_PREFIX):
@@ -263,6 +283,7 @@ class TreeWalker:
                 stack.extend((c, ctx, fctx, None, bwd_base, applied) for c in reversed(children))
             return
 
+        wrapper = False
         if name.startswith(BACKWARD_PREFIX):
             bwd_name = name[len(BACKWARD_PREFIX) :]
             fwd = st.fwd_ctx.get(ex.sequence_number) if ex.sequence_number >= 0 else None
@@ -273,14 +294,18 @@ class TreeWalker:
             else:
                 bwd_base, base = fctx, b.child(fctx, Frame.backward())
             node = fctx = self._op(base, bwd_name)
+            # a compiled graph's backward: its own time is the wrapper's (and a lazy compile's), not kernels'
+            wrapper = bwd_name == "CompiledFunctionBackward"
         elif scope == "BACKWARD_FUNCTION" and b.frame_of(ctx).name == name:
             node = ctx  # the node inside `evaluate_function: X` is X again: fold it in
+            wrapper = name == "CompiledFunctionBackward"
         elif name.startswith(REGION_PREFIXES):
             if ex.sequence_number >= 0 and bwd_base < 0:
                 st.fwd_ctx[ex.sequence_number] = fctx
             if self.compiled is not None and name.startswith("## Call CompiledFxGraph"):
                 self.compiled.enter_graph()
             node = fctx = b.child(ctx, Frame.region(name.strip("# ")))
+            wrapper = True  # region self time is wrapper overhead and compiling, not kernels
         else:
             if ex.sequence_number >= 0 and bwd_base < 0:
                 st.fwd_ctx[ex.sequence_number] = fctx
@@ -302,8 +327,8 @@ class TreeWalker:
 
         b.add(node, "count", 1.0)
         b.add(node, "cpu_time_ns", self_ns)
-        if not self.device_run:
-            b.add(node, "time_ns", self_ns)
+        if not (self.device_run or wrapper or (self._compile_sids and any(a in self._compile_sids for a in applied))):
+            b.add(node, "time_ns", self_ns)  # work done while compiling is host time, not the program's
         if allocs:
             b.add(node, "alloc_bytes", allocs)
         corr = ev.correlation_id
@@ -327,9 +352,31 @@ class TreeWalker:
             stack.extend((c, node, fctx, None, bwd_base, applied) for c in reversed(children))
 
 
+COMPILING_SCOPE = "torch.compile: compiling"
+_COMPILE_PHASES = frozenset({"dynamo", "entire_frame_compile"})
+_ANNOTATION_CALLS = ("RecordFunctionFast", "_record_function_enter")
+
+
+def _is_compile_phase(name: str) -> bool:
+    """Dynamo's ``dynamo_timed`` phases (``X (dynamo_timed)``, ``X_data: compile_id=...``) and their outer ones."""
+    return name in _COMPILE_PHASES or name.endswith("(dynamo_timed)") or "_data: compile_id=" in name
+
+
+def _is_annotation(ev: Any) -> bool:
+    """A record_function range: opened from Python through ``_record_function_enter_new`` or
+    ``RecordFunctionFast.__enter__`` (then it has no children of its own in the tree)."""
+    parent = ev.parent
+    if parent is None:
+        return False
+    try:
+        pname = parent.name
+    except UnicodeDecodeError:
+        return False
+    return any(call in pname for call in _ANNOTATION_CALLS)
+
+
 def _is_graph_call(frame: Frame) -> bool:
-    # `## Call CompiledFxGraph <key> ##` is a record_function scope (or a region in older traces)
-    return frame.kind in (FrameKind.SCOPE, FrameKind.REGION) and "Call CompiledFxGraph" in frame.name
+    return frame.kind is FrameKind.REGION and frame.name.startswith("Call CompiledFxGraph")
 
 
 def _shapes(inputs: Iterable[Any]) -> list[list[int] | None]:
