@@ -184,3 +184,33 @@ def test_sampled_shapes_give_the_same_flops_as_recording_all_shapes() -> None:
     expected = 40 * (first + second + first + 2 * second)
     assert full.result.total("flops") == expected
     assert sampled.result.total("flops") == pytest.approx(expected)
+
+
+def test_compiled_kernels_land_on_user_lines_with_exact_parts(tmp_path: Path) -> None:
+    # given the compiled example (one graph break), profiled after its two compiling steps
+    r = ks("run", "--skip-first", "2", "-o", "c.ksprof", "--no-view", str(REPO / "examples" / "compiled_mlp.py"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    p = load(tmp_path / "c.ksprof")
+    p.check()
+    doc = by(tmp_path / "c.ksprof", "line", tmp_path)
+    total = doc["total"]["time_ns"]
+    generated = sum(
+        row["metrics"]["time_ns"] for row in doc["rows"] if row["key"] and "compiled_mlp.py" not in row["key"]
+    )
+    # then almost all time is on the example's own lines, none on generated code
+    assert null_share(doc) < 0.01
+    assert generated / total < 0.02
+    # and every fused kernel that merged several lines is split into parts summing exactly to it
+    time_ns, inclusive = p.exclusive("time_ns"), p.inclusive("time_ns")
+    split = 0
+    for node in range(1, len(p)):
+        if p.frame_of(node).kind is not FrameKind.KERNEL:
+            continue
+        parts = [c for c in p.children[node] if p.frame_of(c).kind is FrameKind.PART]
+        if parts:
+            split += 1
+            assert sum(time_ns[c] for c in parts) == inclusive[node]
+        kinds = [f.kind for f in p.path(node)]
+        if FrameKind.BACKWARD in kinds:  # backward kernels sit under the forward line
+            assert FrameKind.PYTHON in kinds[: kinds.index(FrameKind.BACKWARD)]
+    assert split > 0
