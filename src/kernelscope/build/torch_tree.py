@@ -67,6 +67,7 @@ class WalkState:
     corr_node: dict[int, int] = field(default_factory=dict)  # op correlation id -> node
     ops: int = 0
     events: int = 0
+    regions: int = 0  # torch.compile regions met (compiled code ran in this window)
 
 
 @dataclass
@@ -106,17 +107,23 @@ class TreeWalker:
         A scope is entered at ``ev`` when it opened within ``ev``'s parent; a parent that straddles
         the scope's start or end (the scope's own enter/exit machinery) keeps its children outside.
         """
-        parent = ev.parent
-        pstart, pend = (parent.start_time_ns, parent.end_time_ns) if parent is not None else (-1, 1 << 62)
         opened = self._open.get(ev.start_tid)
         if not opened:
             return ctx, applied
         t = ev.start_time_ns
         while opened and self._scopes[opened[-1]].end <= t:
             opened.pop()
+        bounds: tuple[int, int] | None = None  # the parent's start and end, read only when needed
         for sid in opened:
+            if sid in applied:
+                continue
             sc = self._scopes[sid]
-            if sid in applied or ev.end_time_ns > sc.end or sc.start < pstart or pend < sc.end:
+            if ev.end_time_ns > sc.end:
+                continue
+            if bounds is None:
+                parent = ev.parent
+                bounds = (parent.start_time_ns, parent.end_time_ns) if parent is not None else (-1, 1 << 62)
+            if sc.start < bounds[0] or bounds[1] < sc.end:
                 continue
             # `## Call CompiledFxGraph <key> ##` is a compiled-graph region, however it was recorded
             frame = Frame.region(sc.name.strip("# ")) if sc.name.startswith("## ") else Frame.scope(sc.name)
@@ -172,12 +179,14 @@ class TreeWalker:
         tags = self._tags
         user_files: dict[str, bool] = {}
         stack: list[_Item] = [(r, 0, 0, None, -1, ()) for r in reversed(roots)]
+        open_scopes = self._open
+        events = 0
         while stack:
             ev, ctx, fctx, user_fn, bwd_base, applied = stack.pop()
-            st.events += 1
+            events += 1
             tag = tags.get(ev.tag) or self._tag(ev)
             children = ev.children
-            if self._open and tag != "Allocation":
+            if open_scopes and tag != "Allocation":
                 new_ctx, applied = self._enter_scopes(ev, ctx, applied)
                 if new_ctx != ctx:
                     ctx = fctx = new_ctx
@@ -221,6 +230,7 @@ class TreeWalker:
                 continue  # Kineto/backend/vulkan records: device work comes from kineto events
             st.ops += 1
             self._torch_op(ev, ctx, fctx, user_fn, bwd_base, applied, stack)
+        st.events += events
 
     def _torch_op(
         self,
@@ -305,6 +315,7 @@ class TreeWalker:
             if self.compiled is not None and name.startswith("## Call CompiledFxGraph"):
                 self.compiled.enter_graph()
             node = fctx = b.child(ctx, Frame.region(name.strip("# ")))
+            st.regions += 1
             wrapper = True  # region self time is wrapper overhead and compiling, not kernels
         else:
             if ex.sequence_number >= 0 and bwd_base < 0:

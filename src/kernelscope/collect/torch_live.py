@@ -280,7 +280,8 @@ class Session:
         )
         roots = results.experimental_event_tree()
         walker.walk(roots)
-        if self._compile is not None:
+        if self._compile is not None and self._walk_state.regions:
+            self._walk_state.regions = 0
             try:
                 self._compile.observe_events(roots)
             except Exception as exc:  # private torch data: degrade to a warning, never lose the profile
