@@ -2,7 +2,7 @@
 
 from .frames import Frame, FrameKind
 from .io import load, save
-from .profile import STANDARD_METRICS, InvariantError, Profile, ProfileBuilder, rebuild
+from .profile import STANDARD_METRICS, InvariantError, Profile, ProfileBuilder
 from .timeline import Category, Timeline, TimelineBuilder, Track
 
 __all__ = [
@@ -17,6 +17,5 @@ __all__ = [
     "TimelineBuilder",
     "Track",
     "load",
-    "rebuild",
     "save",
 ]

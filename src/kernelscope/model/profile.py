@@ -8,7 +8,7 @@ inclusive values are derived, never stored.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .frames import ALLOWED_CHILDREN, ROOT, Frame, FrameKind
+from .frames import ALLOWED_CHILDREN, ROOT, Frame
 from .timeline import Timeline
 
 FloatArray = npt.NDArray[np.float64]
@@ -238,38 +238,6 @@ class ProfileBuilder:
             metadata=dict(metadata or {}),
             timeline=timeline,
         )
-
-
-def rebuild(
-    profile: Profile,
-    new_path: Any,
-    metadata: dict[str, Any] | None = None,
-) -> Profile:
-    """Re-place every node of ``profile`` at ``new_path(profile, node) -> Sequence[Frame]``.
-
-    Metrics follow their node; timeline rows are re-pointed. The input is not mutated.
-    """
-    b = ProfileBuilder()
-    mapping = np.zeros(len(profile), dtype=np.int32)
-    for node in range(1, len(profile)):
-        frames: Sequence[Frame] = new_path(profile, node)
-        mapping[node] = b.path(frames)
-    for name, col in profile.metrics.items():
-        b.ensure_metric(name)
-        for node in np.nonzero(col)[0].tolist():
-            b.add(int(mapping[node]), name, float(col[node]))
-    tl = profile.timeline
-    if tl is not None:
-        tl = Timeline(tracks=tl.tracks, **{**tl.columns(), "node": mapping[tl.node]})
-    return b.build(profile.metadata if metadata is None else metadata, tl)
-
-
-def frame_kind_counts(profile: Profile) -> dict[FrameKind, int]:
-    counts: dict[FrameKind, int] = {}
-    for f in profile.frame.tolist():
-        kind = profile.frames[f].kind
-        counts[kind] = counts.get(kind, 0) + 1
-    return counts
 
 
 def prune_empty(profile: Profile) -> Profile:
