@@ -7,15 +7,15 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import build
-from test_views import sample
 
+from conftest import build
 from kernelscope.analysis.metrics import parse_metrics
 from kernelscope.analysis.views import TreeOptions, group, tree_view
 from kernelscope.render.console import make_console
 from kernelscope.render.json_view import dump, grouped_json, tree_json
 from kernelscope.render.table_text import render_grouped
 from kernelscope.render.tree_text import render_tree
+from test_views import sample
 
 GOLDEN = Path(__file__).parent / "golden"
 SPECS = ["time/ms", "time/%", "count", "flops"]
