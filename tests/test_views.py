@@ -146,3 +146,21 @@ def test_hostile_names_and_deep_stacks_render_everywhere() -> None:
         assert json.loads(buf.getvalue())["root"]["children"]
     finally:
         sys.setrecursionlimit(old)
+
+
+def test_by_kernel_on_a_cpu_only_run_groups_by_the_op_doing_the_work() -> None:
+    # given a CPU-only live profile: ops carry time_ns, one compiled kernel too
+    paths = [
+        ([LINE, Frame.op("aten::linear"), Frame.op("aten::addmm")], {"time_ns": 5.0}),
+        ([LINE, Frame.kernel("graph_0_cpp_fused_add_0", "cpu")], {"time_ns": 2.0}),
+    ]
+    cpu = build(paths, {"device_run": False})
+    assert {k: v["time_ns"] for k, v in group(cpu, "kernel", ["time_ns"]).rows} == {
+        "aten::addmm": 5.0,
+        "graph_0_cpp_fused_add_0": 2.0,
+    }
+    # and elsewhere only kernel frames count
+    assert {k: v["time_ns"] for k, v in group(build(paths), "kernel", ["time_ns"]).rows} == {
+        "graph_0_cpp_fused_add_0": 2.0,
+        None: 5.0,
+    }

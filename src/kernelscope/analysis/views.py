@@ -49,9 +49,19 @@ KEY_OF: dict[str, Callable[[Frame], str | None]] = {
 }
 
 
+def _cpu_kernel_key(f: Frame) -> str | None:
+    return f.name if f.kind in (FrameKind.KERNEL, FrameKind.OP) else None
+
+
 def node_keys(profile: Profile, by: str) -> list[str | None]:
-    """The innermost ``by`` context of every node (None where there is none)."""
+    """The innermost ``by`` context of every node (None where there is none).
+
+    On a CPU-only live run the ops are the kernels (``time_ns`` is their self time), so ``kernel``
+    groups by the innermost kernel or op there.
+    """
     own = KEY_OF[by]
+    if by == "kernel" and profile.metadata.get("device_run") is False:
+        own = _cpu_kernel_key
     frame_keys = [own(f) for f in profile.frames]
     keys: list[str | None] = [None] * len(profile)
     par = profile.parent.tolist()

@@ -46,6 +46,7 @@ def _load(path: str, reader: TraceReader, tables: EventTables, warnings: Counter
         for batch in reader.batches():
             tables.add(batch)
         tables.host.finish()
+        tables.device.finish()
     except RecursionError:
         raise BadInputError(f"{path}: JSON nested too deeply; not a Kineto/Chrome trace") from None
     except MemoryError:
@@ -94,7 +95,7 @@ def _metadata(
         for key in ("rank", "world_size"):
             if type(dist.get(key)) is int:
                 meta[key] = dist[key]
-    firsts = [int(tables.device.column("start").min())] if len(tables.device) else []
+    firsts = [tables.device.min_start] if tables.device.min_start is not None else []
     if tables.host.min_start is not None:
         firsts.append(tables.host.min_start)
     if firsts:

@@ -67,6 +67,37 @@ def _timeline_order(records: I64) -> npt.NDArray[np.intp]:
     return np.lexsort((records[:, 1], records[:, 2]))
 
 
+def _order_by(field: int) -> Any:
+    def order(records: I64) -> npt.NDArray[np.intp]:
+        return np.argsort(records[:, field], kind="stable")
+
+    return order
+
+
+class _Launches(RunStore):
+    """Runtime calls with a correlation: (correlation, context node, External id of a call outside every
+    op, else -1), in runs sorted (stably) by correlation: the launch side of the sort-merge join."""
+
+    def __init__(self, temp: TempArea) -> None:
+        super().__init__(3, _order_by(0), key=0, temp=temp, stem="launches")
+
+
+class _OpIds(RunStore):
+    """(External id, node) of every op, in runs sorted (stably) by External id: the fallback for launches
+    outside any op."""
+
+    def __init__(self, temp: TempArea) -> None:
+        super().__init__(2, _order_by(0), key=0, temp=temp, stem="ops")
+
+
+class _Joined(RunStore):
+    """Device events after the join, in runs sorted by their position in the file:
+    (idx, context node or -1 when unlinked, start, dur, kind, name, device, stream, correlation)."""
+
+    def __init__(self, temp: TempArea) -> None:
+        super().__init__(9, _order_by(0), key=0, temp=temp, stem="joined")
+
+
 class _Tree:
     """ProfileBuilder plus a cache keyed by the tables' own frame indices (cheaper than hashing Frames)."""
 
@@ -109,9 +140,13 @@ def build_profile(tables: EventTables, metadata: dict[str, Any], warnings: Count
     count: defaultdict[int, float] = defaultdict(float)
     flops: defaultdict[int, float] = defaultdict(float)
     alloc: defaultdict[int, float] = defaultdict(float)
-    launches = _sweep_host(tables, tree, rows, cpu_time, op_time, count, flops, alloc, warnings)
-    cpu_only = len(tables.device) == 0
-    time_ns, stream_tracks = _join_device(tables, tree, rows, launches, warnings)
+    launches = _Launches(tables.temp)
+    try:
+        ext_nodes = _sweep_host(tables, tree, rows, launches, cpu_time, op_time, count, flops, alloc, warnings)
+        cpu_only = len(tables.device) == 0
+        time_ns, stream_tracks = _join_device(tables, tree, rows, launches, ext_nodes, warnings)
+    finally:
+        launches.close()
     if cpu_only:
         time_ns = op_time
     b = tree.b
@@ -140,20 +175,20 @@ def _sweep_host(
     tables: EventTables,
     tree: _Tree,
     rows: _Rows,
+    launches: _Launches,
     cpu_time: defaultdict[int, float],
     op_time: defaultdict[int, float],
     count: defaultdict[int, float],
     flops: defaultdict[int, float],
     alloc: defaultdict[int, float],
     warnings: Counter[str],
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Nest host events; return the launches as (correlation, context node) arrays."""
+) -> dict[int, int]:
+    """Nest host events; the launches go to ``launches``. Returns the fallback context (the first op with
+    that External id) of every External id of a launch outside any op that has one."""
     h = tables.host
     n = len(h)
-    launch_corr = array.array("q")
-    launch_node = array.array("q")
     if n == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return {}
     h.finish()
     bw_set = h.bw_threads
     # autograd threads after forward threads: their ops look up forward ops
@@ -162,15 +197,16 @@ def _sweep_host(
     b = tree.b
     child = tree.child
     r_add = rows.data.extend
-    op_ext = array.array("q")  # External id and node of every op: the fallback for launches outside any op
-    op_node = array.array("q")
+    ops = _OpIds(tables.temp)  # External id and node of every op: the fallback for launches outside any op
+    o_add = ops.data.extend
+    l_add = launches.data.extend
     fwd_seq: dict[int, int] = {}  # sequence number -> forward op node
     fwd_seq_from_bw: set[int] = set()
     K_STEP, K_OP, K_RUNTIME, K_SYNC, K_MEMORY = Kind.STEP, Kind.OP, Kind.RUNTIME, Kind.SYNC, Kind.MEMORY
     C_OP, C_RUNTIME, C_SYNC = int(Category.OP), int(Category.RUNTIME), int(Category.SYNC)
     overlaps = 0
     unmatched_bw = 0
-    pending_rt: list[tuple[int, int]] = []  # (launch index, External id) for runtime calls with no op around them
+    pending_ext = array.array("q")  # External ids of runtime calls with no op around them
 
     stack: list[list[Any]] = []
 
@@ -196,6 +232,10 @@ def _sweep_host(
     for th, st, en, kd, nm, ext, corr, seq, fw, val in _host_blocks(h, thread_order):
         rows.maybe_spill()
         r_add = rows.data.extend
+        launches.maybe_spill()
+        l_add = launches.data.extend
+        ops.maybe_spill()
+        o_add = ops.data.extend
         for i in range(len(th)):
             t = th[i]
             if t != cur:
@@ -237,10 +277,11 @@ def _sweep_host(
                 node = parent
                 c = corr[i]
                 if c >= 0:
-                    launch_corr.append(c)
-                    launch_node.append(node)
                     if not stack and ext[i] >= 0:
-                        pending_rt.append((len(launch_node) - 1, ext[i]))
+                        pending_ext.append(ext[i])
+                        l_add((c, node, ext[i]))
+                    else:
+                        l_add((c, node, -1))
                 r_add((node, track, s, e_ - s, C_SYNC if k == K_SYNC else C_RUNTIME, 0, c))
             elif k == K_STEP:
                 step = child(base, nm[i])
@@ -258,8 +299,7 @@ def _sweep_host(
                 count[node] += 1
                 if k == K_OP:
                     if ext[i] >= 0:
-                        op_ext.append(ext[i])
-                        op_node.append(node)
+                        o_add((ext[i], node))
                     sq = seq[i]
                     if sq >= 0 and fw[i] <= 0 and (not is_bw_thread or sq not in fwd_seq or sq in fwd_seq_from_bw):
                         fwd_seq[sq] = node
@@ -270,23 +310,24 @@ def _sweep_host(
     while stack:
         pop()
 
-    # A runtime call outside every op on its thread: fall back to the op with its External id.
-    if pending_rt:
-        keys = np.frombuffer(op_ext, dtype=np.int64)
-        by_ext = np.argsort(keys, kind="stable")
-        keys = keys[by_ext]
-        for idx, ext_id in pending_rt:
-            pos = int(np.searchsorted(keys, ext_id))
-            if pos < len(keys) and keys[pos] == ext_id:
-                launch_node[idx] = op_node[int(by_ext[pos])]
+    # A runtime call outside every op on its thread: fall back to the (first) op with its External id.
+    ext_nodes: dict[int, int] = {}
+    try:
+        if pending_ext:
+            wanted = np.unique(np.frombuffer(pending_ext, dtype=np.int64))
+            for w in ops.windows():
+                w = w[np.argsort(w[:, 0], kind="stable")]
+                keys, first = np.unique(w[:, 0], return_index=True)  # windows never split equal keys
+                hit = np.isin(keys, wanted)
+                for k, node in zip(keys[hit].tolist(), w[first[hit], 1].tolist(), strict=True):
+                    ext_nodes[k] = node
+    finally:
+        ops.close()
     if overlaps:
         warnings["host events ending after their parent (clipped to it)"] += overlaps
     if unmatched_bw:
         warnings["backward ops without a matching forward op"] += unmatched_bw
-    return (
-        np.frombuffer(launch_corr, dtype=np.int64).copy(),
-        np.frombuffer(launch_node, dtype=np.int64).copy(),
-    )
+    return ext_nodes
 
 
 def _host_blocks(h: HostTable, thread_order: list[int]) -> Iterator[list[list[Any]]]:

@@ -1,7 +1,7 @@
 """Compact columns of the events the joins need.
 
-Host rows are spilled to disk in sorted runs once they pass ``spill.RUN_ROWS`` (see ``spill``);
-device rows stay in memory.
+Host rows and device rows are spilled to disk in sorted runs once they pass ``spill.RUN_ROWS``
+(see ``spill``).
 
 Host events (annotations, user python frames, ops, runtime calls, allocations) and device events
 (kernels, copies, sets) go into typed ``array`` columns, 8 bytes per number, about 70 bytes per
@@ -11,7 +11,6 @@ dropped as they are read.
 
 from __future__ import annotations
 
-import array
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
@@ -47,26 +46,6 @@ def _int(value: Any) -> int | None:
     return None
 
 
-class _Rows:
-    """Fixed-width int64 records in one ``array`` (one ``extend`` per event); columns as numpy views."""
-
-    FIELDS: tuple[str, ...] = ()
-
-    def __init__(self) -> None:
-        self.data = array.array("q")
-        self._width = len(self.FIELDS)
-
-    def __len__(self) -> int:
-        return len(self.data) // self._width
-
-    def nbytes(self) -> int:
-        return self.data.itemsize * len(self.data)
-
-    def column(self, name: str) -> npt.NDArray[np.int64]:
-        table = np.frombuffer(self.data, dtype=np.int64).reshape(-1, self._width)
-        return table[:, self.FIELDS.index(name)]
-
-
 class HostTable(RunStore):
     """Host events, spilled to disk in sorted runs once they pass ``spill.RUN_ROWS`` (80 bytes each).
 
@@ -99,8 +78,28 @@ def _host_order(records: I64) -> npt.NDArray[np.intp]:
     return np.lexsort((records[:, 3], -(start + records[:, 2]), start, records[:, 0]))
 
 
-class DeviceTable(_Rows):
-    FIELDS = ("start", "dur", "kind", "name", "device", "stream", "corr")  # name: index into EventTables.names
+class DeviceTable(RunStore):
+    """Device events (kernels, copies, sets), spilled to disk in runs sorted by correlation (stably:
+    ``idx``, the order in which they were read, breaks ties) for the sort-merge join with the launches.
+    ``min_start`` is gathered as the runs are written."""
+
+    # name: index into EventTables.names; idx: position in the file's order of device events
+    FIELDS = ("start", "dur", "kind", "name", "device", "stream", "corr", "idx")
+
+    def __init__(self, temp: TempArea) -> None:
+        super().__init__(len(self.FIELDS), _device_order, key=6, temp=temp, stem="device")
+        self.min_start: int | None = None
+
+    def _sorted(self) -> I64:
+        records = self._records()
+        if len(records):
+            first = int(records[:, 0].min())
+            self.min_start = first if self.min_start is None else min(self.min_start, first)
+        return records[_device_order(records)]
+
+
+def _device_order(records: I64) -> npt.NDArray[np.intp]:
+    return np.argsort(records[:, 6], kind="stable")
 
 
 class EventTables:
@@ -110,7 +109,7 @@ class EventTables:
         self.warnings = warnings
         self.temp = temp if temp is not None else TempArea()
         self.host = HostTable(self.temp)
-        self.device = DeviceTable()
+        self.device = DeviceTable(self.temp)
         self.frames: list[Frame] = []
         self._frame_index: dict[Frame, int] = {}
         self.names: list[str] = []
@@ -193,6 +192,7 @@ class EventTables:
         classes, classify, thread_of = self._classes, self._classify, self._thread
         cats = self.categories
         n = 0
+        n_dev = len(self.device)
         for ev in events:
             n += 1
             ph = ev.ph
@@ -238,7 +238,8 @@ class EventTables:
                         corr = -1
                     if kind is Kind.KERNEL and args is not None and args.collective is not None:
                         kind = Kind.COMM
-                    device((start, dur, kind, label, dev, stream, corr))
+                    device((start, dur, kind, label, dev, stream, corr, n_dev))
+                    n_dev += 1
                     continue
                 try:
                     thread = thread_of(ev.pid, ev.tid)
@@ -292,8 +293,10 @@ class EventTables:
                 w["events without ph"] += 1
         self.events_seen += n
         self.host.maybe_spill()
+        self.device.maybe_spill()
 
     def close(self) -> None:
         """Remove the spilled runs (the profile, once built, does not need them)."""
         self.host.close()
+        self.device.close()
         self.temp.close()
