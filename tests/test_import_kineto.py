@@ -527,3 +527,38 @@ def test_spilled_import_leaves_no_temporary_files(tmp_path: Path, monkeypatch: p
     assert profile.timeline is not None and len(profile.timeline) == 900
     assert int(profile.timeline.start_ns.min()) == 0
     assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_spilled_device_join_matches_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sort-merge join on disk: device events out of file order, a correlation launched twice (the
+    first launch wins), a launch outside every op (External-id fallback), one launched before the trace."""
+    from kernelscope.importers.kineto import spill
+
+    events: list[dict[str, object]] = []
+    for i in range(40):
+        events.append({"ph": "X", "cat": "cpu_op", "name": f"aten::op{i % 4}", "pid": 1, "tid": 1, "ts": i * 10.0,
+                       "dur": 5.0, "args": {"External id": 1000 + i}})  # fmt: skip
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                       "ts": i * 10.0 + 1, "dur": 2.0, "args": {"correlation": 2 * i}})  # fmt: skip
+    # outside every op on its thread: falls back to the op with External id 1007
+    events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": 3.0,
+                   "dur": 1.0, "args": {"correlation": 501, "External id": 1007}})  # fmt: skip
+    # a second launch of correlation 4, later: the first one is the context
+    events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 3, "ts": 500.0,
+                   "dur": 1.0, "args": {"correlation": 4}})  # fmt: skip
+    for j, corr in enumerate([501, 78, 4, 999, 0, 40, 4, *range(2, 70, 2)]):
+        events.append({"ph": "X", "cat": "kernel", "name": f"k{corr % 3}", "pid": 0, "tid": 7 + j % 2,
+                       "ts": 1000.0 - j, "dur": 1.0, "args": {"device": 0, "stream": 7 + j % 2,
+                                                               "correlation": corr}})  # fmt: skip
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps({"traceEvents": events}))
+    in_memory = import_file(str(trace))
+    monkeypatch.setattr(spill, "RUN_ROWS", 3)
+    monkeypatch.setattr(spill, "WINDOW_ROWS", 2)
+    monkeypatch.setattr(spill, "MIN_STEP", 1)
+    spilled = import_file(str(trace))
+    assert _fingerprint(spilled) == _fingerprint(in_memory)
+    assert spilled.metadata["import_warnings"] == {"device events whose launch is not in the trace": 1}
+    paths = {"/".join(f.name for f in spilled.path(n)) for n in range(1, len(spilled))}
+    assert "aten::op3/k0" in paths  # correlation 501 -> External id 1007 -> aten::op3
+    assert "launched before trace/k0" in paths  # correlation 999

@@ -9,9 +9,9 @@
    with sequence number *s* is re-homed under the forward context of the last forward op with the
    same *s* (its path above the first op frame: user lines and modules) inside a ``backward`` frame.
    Unmatched backward work stays on its thread, under a top-level ``backward`` frame.
-3. Device events join their runtime call by ``correlation`` (numpy ``searchsorted``), and become
-   kernel frames under the call's context. Unmatched ones (launched before the trace) go under
-   ``[launched before trace]``.
+3. Device events join their runtime call by ``correlation`` (a sort-merge join of spilled runs, see
+   ``_join_device``), and become kernel frames under the call's context. Unmatched ones (launched
+   before the trace) go under ``[launched before trace]``.
 
 Metrics: ``cpu_time_ns`` is host self time (an event's duration minus its direct children's);
 ``time_ns`` is device time on kernel nodes, or on CPU-only traces the self time of ops; ``count``
@@ -344,96 +344,145 @@ def _host_blocks(h: HostTable, thread_order: list[int]) -> Iterator[list[list[An
                 yield w[lo : lo + _BLOCK].T.tolist()
 
 
-def _blocks(order: npt.NDArray[np.intp], columns: tuple[npt.NDArray[Any], ...]) -> Iterator[list[list[Any]]]:
-    """The columns in ``order``, as Python lists one block at a time (lists cost ~40 bytes a value)."""
-    for lo in range(0, len(order), _BLOCK):
-        idx = order[lo : lo + _BLOCK]
-        yield [col[idx].tolist() for col in columns]
-
-
 def _join_device(
     tables: EventTables,
     tree: _Tree,
     rows: _Rows,
-    launches: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]],
+    launches: _Launches,
+    ext_nodes: dict[int, int],
     warnings: Counter[str],
 ) -> tuple[defaultdict[int, float], list[Track]]:
-    """Kernels, copies and sets under the context of the runtime call that launched them."""
+    """Kernels, copies and sets under the context of the runtime call that launched them.
+
+    A sort-merge join on disk: the device events (runs sorted by correlation) against the launches
+    (runs sorted by correlation; the first launch of a correlation wins), window by window. The joined
+    rows go to runs sorted by file position; kernel nodes are made in the order of the first device
+    event of each (context, kernel), i.e. exactly as one pass over the events in file order would.
+    """
     time_ns: defaultdict[int, float] = defaultdict(float)
     d = tables.device
-    n = len(d)
-    if n == 0:
+    if len(d) == 0:
         return time_ns, []
-    l_corr, l_node = launches
-    order = np.argsort(l_corr, kind="stable")
-    l_corr, l_node = l_corr[order], l_node[order]
-    dcorr = d.column("corr")
-    pos = np.searchsorted(l_corr, dcorr)
-    pos_c = np.minimum(pos, max(len(l_corr) - 1, 0))
-    linked = (dcorr >= 0) & (pos < len(l_corr)) & (l_corr[pos_c] == dcorr) if len(l_corr) else np.zeros(n, bool)
-    unlinked_node = 0
-    n_unlinked = int(n - np.count_nonzero(linked))
-    if n_unlinked:
-        unlinked_node = tree.child_frame(0, Frame.scope(UNLINKED_SCOPE))
-        warnings["device events whose launch is not in the trace"] += n_unlinked
-    ctx = np.where(linked, l_node[pos_c] if len(l_node) else 0, unlinked_node)
+    joined = _Joined(tables.temp)
+    try:
+        first_of, pairs, n_unlinked = _merge_join(d.windows(window_rows=_BLOCK), launches, ext_nodes, joined)
+        d.close()
+        unlinked_node = 0
+        if n_unlinked:
+            unlinked_node = tree.child_frame(0, Frame.scope(UNLINKED_SCOPE))
+            warnings["device events whose launch is not in the trace"] += n_unlinked
 
-    names = tables.names
-    kernel_frames: dict[tuple[int, int, int], Frame] = {}
-    kids: dict[tuple[int, int, int, int], int] = {}
-    child_frame = tree.child_frame
-    node_col = array.array("i")
-    columns = (
-        ctx,
-        d.column("name"),
-        d.column("device"),
-        d.column("stream"),
-    )
-    for cs, nms, devs, streams in _blocks(np.arange(n), columns):
-        for c, name, dev, stream in zip(cs, nms, devs, streams, strict=True):
-            key = (c, name, dev, stream)
-            node = kids.get(key)
-            if node is None:
-                fkey = (name, dev, stream)
-                frame = kernel_frames.get(fkey)
-                if frame is None:
-                    frame = kernel_frames[fkey] = Frame.kernel(names[name], f"cuda:{dev}", stream)
-                node = kids[key] = child_frame(c, frame)
-            node_col.append(node)
-    nodes = np.frombuffer(node_col, dtype=np.int32)
-    durs = d.column("dur")
-    totals = np.bincount(nodes, weights=durs.astype(np.float64))
-    calls = np.bincount(nodes)
+        names = tables.names
+        kernel_frames: dict[tuple[int, int, int], Frame] = {}
+        node_of: dict[tuple[int, int, int, int], int] = {}
+        child_frame = tree.child_frame
+        for key, _first in sorted(first_of.items(), key=lambda kv: kv[1]):
+            c, name, dev, stream = key
+            fkey = (name, dev, stream)
+            frame = kernel_frames.get(fkey)
+            if frame is None:
+                frame = kernel_frames[fkey] = Frame.kernel(names[name], f"cuda:{dev}", stream)
+            node_of[key] = child_frame(unlinked_node if c < 0 else c, frame)
+        del first_of
+
+        # stream tracks: one per (device, stream), in sorted order
+        pair_list = sorted(pairs)
+        track_of = {p: i for i, p in enumerate(pair_list)}
+        base = len(tables.threads)
+        stream_tracks = [Track(f"stream {s}", f"cuda:{dv}", "stream") for dv, s in pair_list]
+
+        nn = len(tree.b)
+        totals = np.zeros(nn, np.float64)
+        calls = np.zeros(nn, np.int64)
+        for w in joined.windows(window_rows=_BLOCK):
+            w = w[np.argsort(w[:, 0], kind="stable")]
+            ctx = w[:, 1]
+            keys = zip(ctx.tolist(), w[:, 5].tolist(), w[:, 6].tolist(), w[:, 7].tolist(), strict=True)
+            nodes = np.fromiter((node_of[k] for k in keys), dtype=np.int64, count=len(w))
+            durs = w[:, 3]
+            totals += np.bincount(nodes, weights=durs.astype(np.float64), minlength=nn)
+            calls += np.bincount(nodes, minlength=nn)
+            local, inverse = np.unique(w[:, 6:8], axis=0, return_inverse=True)
+            lut = np.array([track_of[(dv, s)] for dv, s in local.tolist()], dtype=np.int64)
+            kinds = w[:, 4]
+            cat = np.zeros(len(w), dtype=np.int64)
+            for k, c in _DEVICE_CATEGORY.items():
+                cat[kinds == k] = int(c)
+            rows.add_array(
+                np.stack(
+                    [
+                        nodes,
+                        lut[inverse.reshape(-1)] + base,
+                        w[:, 2],
+                        durs,
+                        cat,
+                        np.where(ctx >= 0, LINKED, 0).astype(np.int64),
+                        w[:, 8],
+                    ],
+                    axis=1,
+                )
+            )
+    finally:
+        joined.close()
     for node in np.nonzero(calls)[0].tolist():
         time_ns[node] = float(totals[node])
     b = tree.b
     for node in np.nonzero(calls)[0].tolist():
         b.add(node, "count", float(calls[node]))
-
-    # stream tracks: one per (device, stream)
-    dev_stream = np.stack([d.column("device"), d.column("stream")], axis=1)
-    pairs, inverse = np.unique(dev_stream, axis=0, return_inverse=True)
-    base = len(tables.threads)
-    stream_tracks = [Track(f"stream {int(s)}", f"cuda:{int(dv)}", "stream") for dv, s in pairs.tolist()]
-    kinds = d.column("kind")
-    cat = np.zeros(n, dtype=np.int8)
-    for k, c in _DEVICE_CATEGORY.items():
-        cat[kinds == k] = int(c)
-    rows.add_array(
-        np.stack(
-            [
-                nodes.astype(np.int64),
-                inverse.reshape(-1).astype(np.int64) + base,
-                d.column("start"),
-                d.column("dur"),
-                cat.astype(np.int64),
-                np.where(linked, LINKED, 0).astype(np.int64),
-                d.column("corr"),
-            ],
-            axis=1,
-        )
-    )
     return time_ns, stream_tracks
+
+
+def _merge_join(
+    device_windows: Iterator[I64], launches: _Launches, ext_nodes: dict[int, int], joined: _Joined
+) -> tuple[dict[tuple[int, int, int, int], int], set[tuple[int, int]], int]:
+    """Join device windows (by correlation) with the launches; the rows go to ``joined``. Returns the first
+    file position of every (context, name, device, stream), the (device, stream) pairs, and the number of
+    device events without a launch."""
+    first_of: dict[tuple[int, int, int, int], int] = {}
+    pairs: set[tuple[int, int]] = set()
+    n_unlinked = 0
+    l_corr = np.zeros(0, np.int64)
+    l_node = np.zeros(0, np.int64)
+    l_windows = launches.windows(window_rows=_BLOCK)
+    l_done = False
+    for w in device_windows:
+        w = w[np.argsort(w[:, 6], kind="stable")]
+        dcorr = w[:, 6]
+        lo_c, hi_c = int(dcorr[0]), int(dcorr[-1])
+        cut = int(np.searchsorted(l_corr, lo_c))
+        l_corr, l_node = l_corr[cut:], l_node[cut:]
+        while not l_done and (len(l_corr) == 0 or int(l_corr[-1]) <= hi_c):
+            lw = next(l_windows, None)
+            if lw is None:
+                l_done = True
+                break
+            lw = lw[np.argsort(lw[:, 0], kind="stable")]
+            corr, first = np.unique(lw[:, 0], return_index=True)  # windows never split equal keys
+            node = lw[first, 1]
+            pend = lw[first, 2]
+            for i in np.nonzero(pend >= 0)[0].tolist():
+                node[i] = ext_nodes.get(int(pend[i]), int(node[i]))
+            keep = corr >= lo_c
+            l_corr = np.concatenate([l_corr, corr[keep]])
+            l_node = np.concatenate([l_node, node[keep]])
+        if len(l_corr):
+            pos = np.searchsorted(l_corr, dcorr)
+            pos_c = np.minimum(pos, len(l_corr) - 1)
+            linked = (dcorr >= 0) & (pos < len(l_corr)) & (l_corr[pos_c] == dcorr)
+            ctx = np.where(linked, l_node[pos_c], -1)
+        else:
+            linked = np.zeros(len(w), bool)
+            ctx = np.full(len(w), -1, np.int64)
+        n_unlinked += int(len(w) - np.count_nonzero(linked))
+        keys = zip(ctx.tolist(), w[:, 3].tolist(), w[:, 4].tolist(), w[:, 5].tolist(), strict=True)
+        for key, idx in zip(keys, w[:, 7].tolist(), strict=True):
+            f = first_of.get(key)
+            if f is None or idx < f:
+                first_of[key] = idx
+        pairs.update(map(tuple, np.unique(w[:, 4:6], axis=0).tolist()))
+        # (idx, ctx, start, dur, kind, name, device, stream, corr)
+        joined.add_array(np.column_stack([w[:, 7], ctx, w[:, 0], w[:, 1], w[:, 2], w[:, 3], w[:, 4], w[:, 5], dcorr]))
+    return first_of, pairs, n_unlinked
 
 
 def _timeline(tracks: list[Track], rows: _Rows, temp: TempArea) -> Timeline:

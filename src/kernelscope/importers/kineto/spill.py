@@ -3,10 +3,11 @@
 A ``RunStore`` collects fixed-width int64 records in one ``array('q')``. Once it holds ``run_rows``
 records it sorts them (stably) and writes them to a file in a temporary directory: a *run*. Reading
 merges the runs window by window: each window is every record whose key lies in a range, taken
-from every run (a binary search per run through a read-only ``mmap``), concatenated in run order
-and sorted again (stably), so the records come out in exactly the order one stable in-memory sort
-of all of them would give. After each window the pages just read are dropped from the process
-(``MADV_DONTNEED``); the page cache keeps them, the process's RSS does not.
+from every run (a binary search per run, reading single keys with ``pread``), concatenated in run
+order and sorted again (stably), so the records come out in exactly the order one stable in-memory
+sort of all of them would give. Runs are read with ``pread``, never mapped: the page cache holds
+them, the process's RSS does not (a mapping's page faults map whole page-cache folios, several MB
+per run per window on recent kernels, which made RSS grow with the number of runs).
 
 A trace small enough that the store never fills keeps its single run in memory: no files at all.
 """
@@ -14,13 +15,10 @@ A trace small enough that the store never fills keeps its single run in memory: 
 from __future__ import annotations
 
 import array
-import contextlib
-import mmap
 import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -52,23 +50,44 @@ class TempArea:
 
 
 class _Run:
-    """One sorted run: in memory, or a read-only mapping of its file."""
+    """One sorted run: in memory (``data``), or a file read with ``pread`` (not mapped: a mapping's
+    page faults map whole page-cache folios into the process, which then count in its RSS)."""
 
-    def __init__(self, data: I64, mm: mmap.mmap | None = None) -> None:
-        self.data = data
-        self.mm = mm
+    def __init__(self, data: I64, fd: int | None = None, rows: int = 0) -> None:
+        self.data = data  # the records when in memory; empty (0, width) when on disk
+        self.fd = fd
+        self.width = data.shape[1]
+        self.n = rows if fd is not None else len(data)
         self.groups: dict[int, tuple[int, int]] = {}
 
-    def release(self) -> None:
-        if self.mm is not None and hasattr(mmap, "MADV_DONTNEED"):
-            self.mm.madvise(mmap.MADV_DONTNEED)
+    def __len__(self) -> int:
+        return self.n
+
+    def key_at(self, j: int, key: int) -> int:
+        if self.fd is None:
+            return int(self.data[j, key])
+        raw = os.pread(self.fd, 8, (j * self.width + key) * 8)
+        return int(np.frombuffer(raw, dtype=np.int64)[0])
+
+    def rows(self, a: int, b: int) -> I64:
+        """Records ``a:b``, as a fresh writable copy."""
+        if self.fd is None:
+            return np.array(self.data[a:b])
+        out = np.empty((b - a, self.width), dtype=np.int64)
+        view = out.data.cast("B")
+        offset, done = a * self.width * 8, 0
+        while done < len(view):
+            got = os.preadv(self.fd, [view[done:]], offset + done)
+            if got <= 0:
+                raise OSError(f"short read from a spilled run ({done} of {len(view)} bytes)")
+            done += got
+        return out
 
     def close(self) -> None:
-        self.data = np.zeros((0, self.data.shape[1]), np.int64)
-        if self.mm is not None:
-            with contextlib.suppress(BufferError):  # a view is still alive: the collector closes it
-                self.mm.close()
-            self.mm = None
+        self.data = np.zeros((0, self.width), np.int64)
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 class RunStore:
@@ -105,7 +124,7 @@ class RunStore:
 
     @property
     def spilled(self) -> bool:
-        return any(r.mm is not None for r in self.runs)
+        return any(r.fd is not None for r in self.runs)
 
     def maybe_spill(self) -> None:
         if len(self.data) >= self._run_rows * self.width:
@@ -136,9 +155,7 @@ class RunStore:
         groups = self._groups(records)
         del records
         self.data = array.array("q")
-        with open(path, "rb") as fh:
-            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        run = _Run(np.frombuffer(mm, dtype=np.int64).reshape(-1, self.width), mm)
+        run = _Run(np.zeros((0, self.width), np.int64), os.open(path, os.O_RDONLY), n)
         run.groups = groups
         self.runs.append(run)
         self._spilled_rows += n
@@ -181,7 +198,7 @@ class RunStore:
         runs = self.runs
         if group is None:
             lo = [0] * len(runs)
-            hi = [len(r.data) for r in runs]
+            hi = [len(r) for r in runs]
         else:
             bounds = [r.groups.get(group, (0, 0)) for r in runs]
             lo = [a for a, _b in bounds]
@@ -196,11 +213,11 @@ class RunStore:
         self.data = array.array("q")
 
 
-def _first_at_least(col: Any, lo: int, hi: int, value: int, right: bool) -> int:
-    """Binary search on a sorted (strided, mapped) column without copying it: bisect_left/right."""
+def _first_at_least(run: _Run, key: int, lo: int, hi: int, value: int, right: bool) -> int:
+    """Binary search on a run's sorted key field, reading single values: bisect_left/right."""
     while lo < hi:
         mid = (lo + hi) // 2
-        v = int(col[mid])
+        v = run.key_at(mid, key)
         if v < value or (right and v == value):
             lo = mid + 1
         else:
@@ -210,7 +227,6 @@ def _first_at_least(col: Any, lo: int, hi: int, value: int, right: bool) -> int:
 
 def _windows(runs: list[_Run], lo: list[int], hi: list[int], key: int, window: int) -> Iterator[I64]:
     pos = list(lo)
-    cols = [r.data[:, key] for r in runs]
     while True:
         active = [r for r in range(len(runs)) if pos[r] < hi[r]]
         if not active:
@@ -220,7 +236,7 @@ def _windows(runs: list[_Run], lo: list[int], hi: list[int], key: int, window: i
         for r in active:
             j = pos[r] + step
             if j < hi[r]:
-                v = int(cols[r][j])
+                v = runs[r].key_at(j, key)
                 if bound is None or v < bound:
                     bound = v
         ends = list(pos)
@@ -229,12 +245,11 @@ def _windows(runs: list[_Run], lo: list[int], hi: list[int], key: int, window: i
                 ends[r] = hi[r]
         else:
             for r in active:
-                ends[r] = _first_at_least(cols[r], pos[r], hi[r], bound, False)
+                ends[r] = _first_at_least(runs[r], key, pos[r], hi[r], bound, False)
             if all(ends[r] == pos[r] for r in active):  # a run of equal keys longer than a step: take it whole
                 for r in active:
-                    ends[r] = _first_at_least(cols[r], pos[r], hi[r], bound, True)
-        parts = [np.array(runs[r].data[pos[r] : ends[r]]) for r in active if ends[r] > pos[r]]
-        for r in active:  # every active run: the binary searches touched pages of each
-            runs[r].release()
+                    ends[r] = _first_at_least(runs[r], key, pos[r], hi[r], bound, True)
+        parts = [runs[r].rows(pos[r], ends[r]) for r in active if ends[r] > pos[r]]
+        for r in active:
             pos[r] = ends[r]
         yield parts[0] if len(parts) == 1 else np.concatenate(parts)
