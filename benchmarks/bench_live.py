@@ -112,8 +112,10 @@ def main() -> None:
             )
             rows[mode] = json.loads(out)
     med = {m: statistics.median(r["step_s"][args.warmup :]) * 1e3 for m, r in rows.items()}
-    print(f"example: examples/tiny_transformer.py, {args.steps} steps ({args.warmup} warm-up), 1 thread, "
-          f"median of {args.repeats} round-robin runs")
+    print(
+        f"example: examples/tiny_transformer.py, {args.steps} steps ({args.warmup} warm-up), 1 thread, "
+        f"median of {args.repeats} round-robin runs"
+    )
     print(f"{'mode':<12} {'median step ms':>15} {'ratio':>7}")
     for m in rows:
         print(f"{m:<12} {med[m]:>15.2f} {med[m] / med['plain']:>7.2f}x")

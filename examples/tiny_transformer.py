@@ -1,6 +1,6 @@
 """A small GPT-style transformer trained for a few steps on random tokens (CPU-friendly).
 
-    kernelscope run examples/tiny_transformer.py --steps 5
+kernelscope run examples/tiny_transformer.py --steps 5
 """
 
 from __future__ import annotations

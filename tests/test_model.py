@@ -31,7 +31,12 @@ def test_inclusive_is_self_plus_children() -> None:
     )
     # then inclusive values add up and the structure checks out
     p.check()
-    assert [f.kind for f in p.path(len(p) - 1)] == [FrameKind.PYTHON, FrameKind.MODULE, FrameKind.BACKWARD, FrameKind.OP]
+    assert [f.kind for f in p.path(len(p) - 1)] == [
+        FrameKind.PYTHON,
+        FrameKind.MODULE,
+        FrameKind.BACKWARD,
+        FrameKind.OP,
+    ]
     assert p.inclusive("time_ns")[0] == 13.0
     assert p.inclusive("time_ns")[1] == 13.0
     assert p.total("count") == 3.0
@@ -66,7 +71,9 @@ def _timeline() -> TimelineBuilder:
 
 
 def test_save_load_round_trip_with_timeline(tmp_path: Path) -> None:
-    p = build([([PY, Frame.op("aten::mm"), Frame.kernel("sm90_gemm", "cuda:0", 7)], {"time_ns": 1.5e9, "flops": 2**60})])
+    p = build(
+        [([PY, Frame.op("aten::mm"), Frame.kernel("sm90_gemm", "cuda:0", 7)], {"time_ns": 1.5e9, "flops": 2**60})]
+    )
     p = p.replace(timeline=_timeline().build(), metadata={"host": "h", "nested": {"x": [1, 2]}})
     p.save(str(tmp_path / "a.ksprof"))
     q = load(tmp_path / "a.ksprof")
@@ -104,7 +111,11 @@ _values = st.floats(allow_nan=False, allow_infinity=False, width=64)
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(
-        st.tuples(st.lists(_frames, max_size=5), _leaf, st.dictionaries(st.sampled_from(["time_ns", "count", "tokens"]), _values)),
+        st.tuples(
+            st.lists(_frames, max_size=5),
+            _leaf,
+            st.dictionaries(st.sampled_from(["time_ns", "count", "tokens"]), _values),
+        ),
         max_size=20,
     )
 )

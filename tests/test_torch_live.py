@@ -101,7 +101,9 @@ def test_optimizer_step_lands_on_its_line(example_profile: Path) -> None:
 
 def test_api_scopes_user_metrics_deactivate_and_skip_first(tmp_path: Path) -> None:
     out = tmp_path / "api.ksprof"
-    r = subprocess.run([sys.executable, str(FIXTURES / "api_scopes.py"), str(out)], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, str(FIXTURES / "api_scopes.py"), str(out)], capture_output=True, text=True, timeout=300
+    )
     assert r.returncode == 0, r.stderr
     p = load(out)
     p.check()
@@ -111,7 +113,11 @@ def test_api_scopes_user_metrics_deactivate_and_skip_first(tmp_path: Path) -> No
     assert scopes and all(p.exclusive("samples")[n] for n in scopes)
     ops = {p.frame_of(n).name for n in range(len(p)) if p.frame_of(n).kind is FrameKind.OP}
     assert "aten::addmm" in ops
-    assert "aten::mm" not in {p.frame_of(n).name for n in range(len(p)) if p.frame_of(n).kind is FrameKind.OP and not any(f.kind is FrameKind.BACKWARD for f in p.path(n))}
+    assert "aten::mm" not in {
+        p.frame_of(n).name
+        for n in range(len(p))
+        if p.frame_of(n).kind is FrameKind.OP and not any(f.kind is FrameKind.BACKWARD for f in p.path(n))
+    }
 
 
 def test_script_that_raises_keeps_profile_and_exit_code(tmp_path: Path) -> None:
@@ -188,7 +194,16 @@ def test_sampled_shapes_give_the_same_flops_as_recording_all_shapes() -> None:
 
 def test_compiled_kernels_land_on_user_lines_with_exact_parts(tmp_path: Path) -> None:
     # given the compiled example (one graph break), profiled after its two compiling steps
-    r = ks("run", "--skip-first", "2", "-o", "c.ksprof", "--no-view", str(REPO / "examples" / "compiled_mlp.py"), cwd=tmp_path)
+    r = ks(
+        "run",
+        "--skip-first",
+        "2",
+        "-o",
+        "c.ksprof",
+        "--no-view",
+        str(REPO / "examples" / "compiled_mlp.py"),
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     p = load(tmp_path / "c.ksprof")
     p.check()

@@ -23,14 +23,28 @@ FC = Frame.module_("blocks.0.fc", "Linear")
 def sample():
     return build(
         [
-            ([LINE, FC, Frame.op("aten::linear"), Frame.op("aten::addmm"), Frame.kernel("gemm", "cuda:0", 7)], {"time_ns": 6e6, "count": 2, "flops": 6e9}),
-            ([LINE, FC, Frame.backward(), Frame.op("aten::mm"), Frame.kernel("gemm", "cuda:0", 7)], {"time_ns": 3e6, "count": 1}),
             (
-                [Frame.python("model.py", 7, "forward"), Frame.kernel("fused_add_gelu"), Frame.part("aten::add", "model.py", 8, "blocks.0")],
+                [LINE, FC, Frame.op("aten::linear"), Frame.op("aten::addmm"), Frame.kernel("gemm", "cuda:0", 7)],
+                {"time_ns": 6e6, "count": 2, "flops": 6e9},
+            ),
+            (
+                [LINE, FC, Frame.backward(), Frame.op("aten::mm"), Frame.kernel("gemm", "cuda:0", 7)],
+                {"time_ns": 3e6, "count": 1},
+            ),
+            (
+                [
+                    Frame.python("model.py", 7, "forward"),
+                    Frame.kernel("fused_add_gelu"),
+                    Frame.part("aten::add", "model.py", 8, "blocks.0"),
+                ],
                 {"time_ns": 2e6},
             ),
             (
-                [Frame.python("model.py", 7, "forward"), Frame.kernel("fused_add_gelu"), Frame.part("aten::gelu", "model.py", 9, "blocks.0.act")],
+                [
+                    Frame.python("model.py", 7, "forward"),
+                    Frame.kernel("fused_add_gelu"),
+                    Frame.part("aten::gelu", "model.py", 9, "blocks.0.act"),
+                ],
                 {"time_ns": 1e6},
             ),
             ([Frame.op("aten::copy_")], {"time_ns": 1e6, "count": 1}),
@@ -90,7 +104,13 @@ def test_derived_metrics() -> None:
 def test_tree_view_depth_include_exclude_threshold() -> None:
     p = sample()
     labels = lambda tv: [p.frame_of(n).label() for n in tv.order]  # noqa: E731
-    assert labels(tree_view(p, TreeOptions(depth=1))) == ["<root>", "train.py:42 step", "model.py:7 forward", "aten::copy_", "[step]"]
+    assert labels(tree_view(p, TreeOptions(depth=1))) == [
+        "<root>",
+        "train.py:42 step",
+        "model.py:7 forward",
+        "aten::copy_",
+        "[step]",
+    ]
     inc = labels(tree_view(p, TreeOptions(include="backward")))
     assert inc == ["<root>", "train.py:42 step", "blocks.0.fc (Linear)", "[backward]", "aten::mm", "gemm"]
     exc = labels(tree_view(p, TreeOptions(exclude="blocks", depth=2)))
@@ -120,7 +140,13 @@ def test_grouped_json_shape() -> None:
     assert doc["total"] == {"time_ns": 13e6}
 
 
-HOSTILE = ["</script><script>alert(1)</script>", "a & b < c", "x" * 10_000, "semi;colon\nnewline", "[bold]markup[/bold]"]
+HOSTILE = [
+    "</script><script>alert(1)</script>",
+    "a & b < c",
+    "x" * 10_000,
+    "semi;colon\nnewline",
+    "[bold]markup[/bold]",
+]
 
 
 def test_hostile_names_and_deep_stacks_render_everywhere() -> None:

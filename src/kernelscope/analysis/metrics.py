@@ -114,9 +114,7 @@ def parse_metric(spec: str, available: set[str]) -> MetricSpec:
     if unit:
         num = base if base in available else f"{base}_ns" if f"{base}_ns" in available else None
         if num is not None and unit in available:
-            return MetricSpec(
-                s, (num, unit), _ratio(num, unit), additive=False
-            )
+            return MetricSpec(s, (num, unit), _ratio(num, unit), additive=False)
     known = ", ".join(sorted(available)) or "none"
     raise UsageError(
         f"unknown metric {spec!r}; stored metrics: {known}; derived: time/ms, time/%, avg, flop/s, byte/s, A/B, X/s"

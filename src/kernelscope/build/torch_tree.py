@@ -201,7 +201,12 @@ class TreeWalker:
                         user = user_files[file] = is_user_file(file)
                     # most calls come from library code: read the line and function only for user files
                     frame = self._python(file, caller.line_number, caller.function_name) if user else None
-                    if frame is not None and id(ev) in top and tag == "PyCall" and ex.callsite.function_name == frame.name:
+                    if (
+                        frame is not None
+                        and id(ev) in top
+                        and tag == "PyCall"
+                        and ex.callsite.function_name == frame.name
+                    ):
                         # a frame already running when recording began reports itself, at that
                         # moment's line, as its caller: a stale line, not a call site
                         frame = None

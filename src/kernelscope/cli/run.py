@@ -27,12 +27,18 @@ class RunCommand:
             help="input shapes for FLOPs/bytes: first second only, extrapolated per context (default), "
             "all calls (slower; for changing shapes), or none",
         )
-        parser.add_argument("--no-compile-provenance", action="store_true", help="do not capture torch.compile provenance")
-        parser.add_argument("--skip-first", type=int, default=0, metavar="N", help="start recording after N kernelscope.step() calls")
+        parser.add_argument(
+            "--no-compile-provenance", action="store_true", help="do not capture torch.compile provenance"
+        )
+        parser.add_argument(
+            "--skip-first", type=int, default=0, metavar="N", help="start recording after N kernelscope.step() calls"
+        )
         parser.add_argument("-m", dest="module", action="store_true", help="run a module, like python -m")
         parser.add_argument("target", metavar="SCRIPT|MODULE")
         parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
-        parser.set_defaults(by="tree", metrics=None, depth=None, include=None, exclude=None, threshold=1.0, limit=40, json=False)
+        parser.set_defaults(
+            by="tree", metrics=None, depth=None, include=None, exclude=None, threshold=1.0, limit=40, json=False
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         from ..collect.runner import check_target, run_program

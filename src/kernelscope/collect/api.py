@@ -1,11 +1,11 @@
 """The Python API (Proton-like): profile(), start/finalize, activate/deactivate, scope, step.
 
-    import kernelscope
-    with kernelscope.profile("train.ksprof", skip_first=2):
-        for batch in data:
-            with kernelscope.scope("step", metrics={"tokens": batch.numel()}):
-                train_step(batch)
-            kernelscope.step()
+import kernelscope
+with kernelscope.profile("train.ksprof", skip_first=2):
+    for batch in data:
+        with kernelscope.scope("step", metrics={"tokens": batch.numel()}):
+            train_step(batch)
+        kernelscope.step()
 """
 
 from __future__ import annotations

@@ -306,18 +306,28 @@ class Session:
             dur = float(e.duration_ns())
             b.add(kernel, "time_ns", dur)
             b.add(kernel, "count", 1.0)
-            cat = Category.MEMCPY if "memcpy" in name.lower() else Category.MEMSET if "memset" in name.lower() else Category.KERNEL
+            cat = (
+                Category.MEMCPY
+                if "memcpy" in name.lower()
+                else Category.MEMSET
+                if "memset" in name.lower()
+                else Category.KERNEL
+            )
             if "nccl" in name.lower():
                 cat = Category.COMM
             track = self.timeline.track(f"stream {stream}", device)
-            self.timeline.add(kernel, track, int(e.start_ns()), int(dur), cat, LINKED if node else 0, e.correlation_id())
+            self.timeline.add(
+                kernel, track, int(e.start_ns()), int(dur), cat, LINKED if node else 0, e.correlation_id()
+            )
 
     def _metadata(self) -> dict[str, Any]:
         import torch
 
         from .. import __version__
 
-        devices: list[dict[str, Any]] = [{"type": "cpu", "name": platform.processor() or platform.machine(), "cores": os.cpu_count()}]
+        devices: list[dict[str, Any]] = [
+            {"type": "cpu", "name": platform.processor() or platform.machine(), "cores": os.cpu_count()}
+        ]
         if torch.cuda.is_available():
             for i in range(torch.cuda.device_count()):
                 p = torch.cuda.get_device_properties(i)

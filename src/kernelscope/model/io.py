@@ -117,7 +117,10 @@ def _read(zf: zipfile.ZipFile, name: str) -> Profile:
     timeline = None
     if "timeline/tracks.json" in zf.namelist():
         tracks = tuple(Track.from_json(t) for t in json.loads(zf.read("timeline/tracks.json")))
-        cols = {c: arr(f"timeline/{c}.npy") for c in ("node", "track", "start_ns", "dur_ns", "category", "flags", "correlation")}
+        cols = {
+            c: arr(f"timeline/{c}.npy")
+            for c in ("node", "track", "start_ns", "dur_ns", "category", "flags", "correlation")
+        }
         timeline = Timeline.from_columns(cols, tracks)
     profile = Profile(
         frames=frames,
