@@ -65,7 +65,6 @@ class WalkState:
 
     fwd_ctx: dict[int, int] = field(default_factory=dict)  # sequence number -> context node
     corr_node: dict[int, int] = field(default_factory=dict)  # op correlation id -> node
-    ops: int = 0
     events: int = 0
     regions: int = 0  # torch.compile regions met (compiled code ran in this window)
 
@@ -233,7 +232,6 @@ class TreeWalker:
                 continue
             if tag != "TorchOp":
                 continue  # Kineto/backend/vulkan records: device work comes from kineto events
-            st.ops += 1
             self._torch_op(ev, ctx, fctx, user_fn, bwd_base, applied, stack)
         st.events += events
 

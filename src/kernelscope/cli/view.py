@@ -43,18 +43,19 @@ def show(profile: Profile, args: argparse.Namespace) -> None:
     specs = parse_metrics(args.metrics, available, DEFAULT_METRICS)
     stored = sorted({c for s in specs for c in s.needs if c in available}, key=profile.metric_names.index)
     json_metrics = stored if args.metrics else profile.metric_names
+    columns = sorted(set(json_metrics) | set(stored), key=profile.metric_names.index)
     if by == "tree":
         tv = tree_view(
             profile,
             TreeOptions(depth=args.depth, include=args.include, exclude=args.exclude, threshold_pct=args.threshold),
-            metrics=sorted(set(json_metrics) | set(stored), key=profile.metric_names.index),
+            metrics=columns,
         )
         if args.json:
             dump(tree_json(tv, json_metrics), depth_hint=max(tv.depth, default=0))
         else:
             render_tree(make_console(), tv, specs)
         return
-    g = group(profile, by, sorted(set(json_metrics) | set(stored), key=profile.metric_names.index))
+    g = group(profile, by, columns)
     if args.json:
         dump(grouped_json(g))
     else:
