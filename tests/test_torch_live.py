@@ -183,7 +183,7 @@ def test_sampled_shapes_give_the_same_flops_as_recording_all_shapes() -> None:
         train(model)
     assert full.result is not None and sampled.result is not None
     # the sampled run really switched windows, and extrapolated exactly (static shapes)
-    assert sampled.result.metadata["windows"] == 2
+    assert sampled.result.metadata["windows"] >= 2
     assert sampled.result.metadata["shapes"]["extrapolated_calls"] > 0
     first, second = 2 * 64 * 128 * 256, 2 * 64 * 256 * 10
     # forward; backward: the input needs no grad, so the first layer has only its weight grad

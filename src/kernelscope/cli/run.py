@@ -33,6 +33,24 @@ class RunCommand:
         parser.add_argument(
             "--skip-first", type=int, default=0, metavar="N", help="start recording after N kernelscope.step() calls"
         )
+        parser.add_argument(
+            "--steps", type=int, default=None, metavar="N", help="stop recording after N recorded steps"
+        )
+        parser.add_argument(
+            "--duration", type=float, default=None, metavar="S", help="stop recording after S seconds of recording"
+        )
+        parser.add_argument(
+            "--schedule",
+            default=None,
+            metavar="wait=N,warmup=N,active=N,repeat=N",
+            help="record steps in cycles, like torch.profiler.schedule (counted in kernelscope.step() calls)",
+        )
+        parser.add_argument(
+            "--from-start",
+            action="store_true",
+            help="record from the program's first line (imports and set-up included); default: from its "
+            "first torch op or nn.Module call",
+        )
         parser.add_argument("-m", dest="module", action="store_true", help="run a module, like python -m")
         parser.add_argument("target", metavar="SCRIPT|MODULE")
         parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
@@ -58,6 +76,10 @@ class RunCommand:
             shapes=args.shapes,
             profile_memory=not args.no_memory,
             compile_capture=not args.no_compile_provenance,
+            steps=args.steps,
+            duration=args.duration,
+            schedule=args.schedule,
+            record_from="start" if args.from_start else "first-call",
         )
         session.argv = [args.target, *args.args]
         outcome = run_program(args.target, list(args.args), args.module)
