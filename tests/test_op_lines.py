@@ -70,7 +70,7 @@ def test_each_op_is_on_its_own_line_with_its_backward(op_lines_profile: Profile)
 def test_bundled_example_residual_adds_are_on_their_own_lines(tmp_path: Path) -> None:
     r = ks("run", "-o", "ex.ksprof", "--no-view", str(EXAMPLE), "--steps", "2", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    forward, backward = ops_by_line(load(str(tmp_path / "ex.ksprof")), "tiny_transformer.py")
+    forward, _ = ops_by_line(load(str(tmp_path / "ex.ksprof")), "tiny_transformer.py")
     lines = EXAMPLE.read_text().splitlines()
     residual = [i for i, t in enumerate(lines, start=1) if re.search(r"x = x \+ self\.", t)]
     assert len(residual) == 2
