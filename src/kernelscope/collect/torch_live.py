@@ -377,7 +377,7 @@ class Session:
 
     # --- folding ---------------------------------------------------------------
     def _fold(self, prof: Any) -> None:
-        from ..build.torch_tree import TreeWalker, WalkState
+        from ..attribute.torch_tree import TreeWalker, WalkState
 
         results = prof.profiler.kineto_results
         # device kernels come from Kineto's flat event list; a CPU-only session has none to look for
@@ -498,7 +498,7 @@ def _placer(capture: Any) -> Any:
     if capture is None:
         return None
     try:
-        from ..build.compiled_placer import CapturePlacer
+        from ..attribute.compiled_placer import CapturePlacer
     except ImportError:
         return None
     return CapturePlacer(capture)
