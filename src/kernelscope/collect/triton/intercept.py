@@ -94,6 +94,8 @@ class Inspector:
         for name in _PROPAGATE:
             if hasattr(builder, name):
                 self._patch_instance(builder, name, self._wrap_propagate(getattr(builder, name)))
+        jit_fn = triton.runtime.jit.JITFunction
+        self._patch_class(jit_fn, "__call__", self._wrap_jit_call(jit_fn.__call__, interp.InterpretedFunction))
 
     def remove(self) -> None:
         while self._undo:
@@ -123,6 +125,25 @@ class Inspector:
                 self.launches.append(
                     Launch(len(self.launches), st.kernel, st.kernel_file, st.file, st.line, st.grid, tuple(st.args))
                 )
+
+        return call
+
+    def _wrap_jit_call(self, orig: Callable[..., Any], interpreted: Any) -> Callable[..., Any]:
+        """Run compiled-mode ``@triton.jit`` helpers on the interpreter when a kernel calls them.
+
+        Triton's own helpers (``tl.zeros``, ``tl.sum``'s combine functions, ...) are compiled-mode
+        functions when ``triton`` was imported before ``TRITON_INTERPRET=1`` was set (by torch, or
+        by a test run); the interpreter then refuses them. Inside a launch they run interpreted.
+        """
+        cache: dict[Any, Any] = {}
+
+        def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
+            if self._state is None:
+                return orig(fn, *args, **kwargs)
+            runner = cache.get(fn.fn)
+            if runner is None:
+                runner = cache[fn.fn] = interpreted(fn.fn)
+            return runner(*args, **kwargs)
 
         return call
 
