@@ -83,6 +83,13 @@ def strided_kernel(x_ptr, out_ptr, n, STRIDE: tl.constexpr, BLOCK: tl.constexpr)
     tl.store(out_ptr + offs, x, mask=mask)
 
 
+@triton.jit
+def sum_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.atomic_add(out_ptr, tl.sum(x))  # every program adds to out[0]: atomics, so no race
+
+
 def add(n: int = 1000, block: int = 256) -> torch.Tensor:
     x, y = torch.rand(n), torch.rand(n)
     out = torch.empty(n)
@@ -94,7 +101,7 @@ def add(n: int = 1000, block: int = 256) -> torch.Tensor:
 def rows(r: int = 10, c: int = 100) -> torch.Tensor:
     x = torch.rand(r, c)
     out = torch.empty_like(x)
-    rows_kernel[(triton.cdiv(r, 4),)](x, out, r, c, x.stride(0), BLOCK_R=4, BLOCK_C=128)
+    rows_kernel[(triton.cdiv(r, 4),)](x, out, r, c, x.stride(0), BLOCK_R=4, BLOCK_C=triton.next_power_of_2(c))
     assert torch.allclose(out, x * 2)
     return out
 
@@ -129,7 +136,15 @@ def strided(n: int = 512, stride: int = 4, block: int = 128) -> torch.Tensor:
     return out
 
 
-DEMOS = {"add": add, "rows": rows, "matmul": matmul, "oob": oob, "race": race, "strided": strided}
+def total(n: int = 1000, block: int = 256) -> torch.Tensor:
+    x = torch.rand(n)
+    out = torch.zeros(1)
+    sum_kernel[(triton.cdiv(n, block),)](x, out, n, BLOCK=block)
+    assert torch.allclose(out, x.sum().reshape(1), rtol=1e-4)
+    return out
+
+
+DEMOS = {"add": add, "rows": rows, "matmul": matmul, "oob": oob, "race": race, "strided": strided, "sum": total}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(DEMOS):

@@ -46,6 +46,7 @@ def test_launches_are_placed_at_their_user_lines(run: InspectRun) -> None:
         ("oob_kernel", (4, 1, 1), line_of("oob_kernel[("), 4),
         ("race_kernel", (4, 1, 1), line_of("race_kernel[("), 4),
         ("strided_kernel", (4, 1, 1), line_of("strided_kernel[("), 4),
+        ("sum_kernel", (4, 1, 1), line_of("sum_kernel[("), 4),
     ]
     assert all(os.path.samefile(la.file, SCRIPT) for la in run.report.launches)
     assert run.outcome.exit_code == 0
@@ -91,8 +92,14 @@ def test_tiled_matmul_lines_and_dot_shapes(run: InspectRun) -> None:
 
 
 def test_correct_kernels_report_nothing(run: InspectRun) -> None:
-    for kernel in ("add_kernel", "rows_kernel", "matmul_kernel"):
+    for kernel in ("add_kernel", "rows_kernel", "matmul_kernel", "sum_kernel"):
         assert problems_of(run, kernel) == []
+
+
+def test_atomics_are_recorded_and_are_not_races(run: InspectRun) -> None:
+    # four programs each add one float32 to out[0]
+    atomic = lines_of(run, "sum_kernel")[(line_of("tl.atomic_add", "def sum_kernel"), "atomic")]
+    assert (atomic.elements, atomic.bytes, atomic.count) == (4, 16, 4)  # type: ignore[attr-defined]
 
 
 def test_off_by_one_is_out_of_bounds_at_its_line_and_program(run: InspectRun) -> None:

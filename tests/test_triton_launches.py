@@ -107,3 +107,11 @@ def test_compiled_launch_hook_is_added_beside_users_hook_and_removed() -> None:
     p.check()
     (k,) = [n for n in range(len(p)) if p.frame_of(n).kind is FrameKind.KERNEL]
     assert p.frame_of(k) == Frame.kernel("matmul 8") and p.frame_of(int(p.parent[k])) == r.stack[-1]
+
+
+def test_unique_addresses_sorted_or_not() -> None:
+    from kernelscope.collect.triton.intercept import _unique
+
+    for a in ([], [5], [1, 1, 2, 3, 3, 3], [9, 2, 2, 7, 1], list(range(0, 64, 4))):
+        arr = np.asarray(a, dtype=np.uint64)
+        assert _unique(arr).tolist() == np.unique(arr).tolist()

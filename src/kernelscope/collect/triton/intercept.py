@@ -69,6 +69,7 @@ class Inspector:
         self._undo: list[Callable[[], None]] = []
         self._lib_dirs: tuple[str, ...] = ()
         self._code_is_lib: dict[CodeType, bool] = {}
+        self._builder: Any = None
 
     # --- install / remove -------------------------------------------------------------
     def install(self) -> None:
@@ -80,7 +81,7 @@ class Inspector:
             os.path.dirname(os.path.abspath(np.__file__)) + os.sep,
             _KS_DIR + os.sep,
         )
-        builder = interp.interpreter_builder
+        builder = self._builder = interp.interpreter_builder
         ge = interp.GridExecutor
         self._patch_class(ge, "__call__", self._wrap_call(ge.__call__))
         self._patch_class(ge, "_init_args_hst", self._wrap_init_args(ge._init_args_hst))
@@ -254,7 +255,7 @@ class Inspector:
         good = live[inside]
         oob = int(live.size - good.size)
         oob_first = int((live[~inside][0].astype(np.int64) - arg.base) // itemsize) if oob else 0
-        uniq = np.unique(good)
+        uniq = _unique(good)
         offsets = (good.astype(np.int64) - arg.base) // itemsize if op != LOAD else None
         file, line = self._kernel_line()
         self.accesses.append(
@@ -270,7 +271,7 @@ class Inspector:
                 active=int(live.size),
                 oob=oob,
                 oob_first=oob_first,
-                sectors=int(np.unique(uniq // SECTOR).size),
+                sectors=int(_unique(uniq // SECTOR).size),
                 min_sectors=-(-int(uniq.size) * itemsize // SECTOR),
                 elements=offsets,
             )
@@ -282,7 +283,7 @@ class Inspector:
 
     # --- where ------------------------------------------------------------------------
     def _program(self) -> Program:
-        x, y, z = interpreter_module().interpreter_builder.grid_idx
+        x, y, z = self._builder.grid_idx
         return (int(x), int(y), int(z))
 
     def _is_lib(self, code: CodeType) -> bool:
@@ -312,6 +313,19 @@ class Inspector:
                 fallback = (display_path(name), f.f_lineno)
             f = f.f_back  # type: ignore[assignment]
         return fallback or ("", 0)
+
+
+def _unique(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """np.unique, without the sort for the usual case of ascending addresses."""
+    if a.size < 2:
+        return a
+    step = a[1:] >= a[:-1]
+    if not bool(step.all()):
+        return np.unique(a)
+    keep = np.empty(a.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(a[1:], a[:-1], out=keep[1:])
+    return a[keep]
 
 
 def _arg_info(name: str, tensor: Any) -> ArgInfo:
