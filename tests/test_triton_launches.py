@@ -115,3 +115,28 @@ def test_unique_addresses_sorted_or_not() -> None:
     for a in ([], [5], [1, 1, 2, 3, 3, 3], [9, 2, 2, 7, 1], list(range(0, 64, 4))):
         arr = np.asarray(a, dtype=np.uint64)
         assert _unique(arr).tolist() == np.unique(arr).tolist()
+
+
+def test_launch_recorder_alone_on_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    # what a profiling session (kernelscope run) does; triton is already imported in compiled mode here,
+    # so the matmul's tl.zeros also checks that Triton's own helpers run interpreted
+    pytest.importorskip("triton")
+    from pathlib import Path
+
+    from kernelscope.collect.runner import run_program
+
+    script = Path(__file__).resolve().parents[1] / "examples" / "triton_kernels.py"
+    source = script.read_text().splitlines()
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    rec = LaunchRecorder.install_if_available()
+    assert rec is not None
+    try:
+        outcome = run_program(str(script), ["matmul", "add"], is_module=False)
+    finally:
+        rec.remove()
+    assert outcome.exit_code == 0
+    assert [r.name for r in rec.records] == ["matmul_kernel", "vec_add n=1000"]
+    add = rec.records[1]
+    assert add.metrics["flops"] == 1000 and add.metrics["bytes"] == 12000 and add.metrics["time_ns"] > 0
+    assert "flops" not in rec.records[0].metrics  # no launch_metadata callback: count and time only
+    assert "add_kernel[(" in source[add.stack[-1].line - 1] and add.stack[-1].name == "add"

@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from ..userframes import display_path, is_user_file
 from .compat import interpreter_module
+from .helpers import InterpretedHelpers
 from .records import ATOMIC, DOT, LOAD, STORE, Access, ArgInfo, Launch, Program
 
 SECTOR = 32  # bytes per memory transaction sector on NVIDIA and AMD GPUs
@@ -70,6 +71,7 @@ class Inspector:
         self._lib_dirs: tuple[str, ...] = ()
         self._code_is_lib: dict[CodeType, bool] = {}
         self._builder: Any = None
+        self._helpers: InterpretedHelpers | None = None
 
     # --- install / remove -------------------------------------------------------------
     def install(self) -> None:
@@ -95,8 +97,10 @@ class Inspector:
         for name in _PROPAGATE:
             if hasattr(builder, name):
                 self._patch_instance(builder, name, self._wrap_propagate(getattr(builder, name)))
-        jit_fn = triton.runtime.jit.JITFunction
-        self._patch_class(jit_fn, "__call__", self._wrap_jit_call(jit_fn.__call__, interp.InterpretedFunction))
+        helpers = InterpretedHelpers()
+        helpers.install()
+        self._undo.append(helpers.remove)
+        self._helpers = helpers
 
     def remove(self) -> None:
         while self._undo:
@@ -120,31 +124,15 @@ class Inspector:
             file, line = self._launch_line()
             outer, self._state = self._state, _LaunchState(fn.__name__, fn.__code__.co_filename, file, line)
             try:
-                return orig(executor, *args, **kwargs)
+                if self._helpers is None:
+                    return orig(executor, *args, **kwargs)
+                with self._helpers.active():
+                    return orig(executor, *args, **kwargs)
             finally:
                 st, self._state = self._state, outer
                 self.launches.append(
                     Launch(len(self.launches), st.kernel, st.kernel_file, st.file, st.line, st.grid, tuple(st.args))
                 )
-
-        return call
-
-    def _wrap_jit_call(self, orig: Callable[..., Any], interpreted: Any) -> Callable[..., Any]:
-        """Run compiled-mode ``@triton.jit`` helpers on the interpreter when a kernel calls them.
-
-        Triton's own helpers (``tl.zeros``, ``tl.sum``'s combine functions, ...) are compiled-mode
-        functions when ``triton`` was imported before ``TRITON_INTERPRET=1`` was set (by torch, or
-        by a test run); the interpreter then refuses them. Inside a launch they run interpreted.
-        """
-        cache: dict[Any, Any] = {}
-
-        def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
-            if self._state is None:
-                return orig(fn, *args, **kwargs)
-            runner = cache.get(fn.fn)
-            if runner is None:
-                runner = cache[fn.fn] = interpreted(fn.fn)
-            return runner(*args, **kwargs)
 
         return call
 

@@ -23,9 +23,11 @@ from numbers import Number
 from types import SimpleNamespace
 from typing import Any
 
+from ...errors import BadInputError
 from ...model import Frame, ProfileBuilder
 from ..userframes import display_path, is_user_file
 from .compat import launch_hooks
+from .helpers import InterpretedHelpers
 
 # what Triton's runtime puts into every launch's metadata: never metrics
 _RESERVED = frozenset({"name", "function", "stream"})
@@ -77,6 +79,7 @@ class LaunchRecorder:
         self.records: list[LaunchMetrics] = []
         self.warnings: list[str] = []
         self._undo: list[Callable[[], None]] = []
+        self._helpers = InterpretedHelpers()
 
     def install(self) -> None:
         enter, _exit = launch_hooks()
@@ -89,10 +92,31 @@ class LaunchRecorder:
         original = InterpretedFunction.__dict__["run"]
         InterpretedFunction.run = self._wrap_interpreted(original)
         self._undo.append(lambda: setattr(InterpretedFunction, "run", original))
+        self._helpers.install()
+        self._undo.append(self._helpers.remove)
 
     def remove(self) -> None:
         while self._undo:
             self._undo.pop()()
+
+    @staticmethod
+    def install_if_available() -> LaunchRecorder | None:
+        """An installed recorder when a Triton kernelscope can drive is installed (imports it: ~0.5 s), else None.
+
+        For a profiling session: ``rec = LaunchRecorder.install_if_available()`` at start, then
+        ``rec.remove(); rec.graft(builder)`` at the end.
+        """
+        import importlib.util
+
+        if importlib.util.find_spec("triton") is None:
+            return None
+        rec = LaunchRecorder()
+        try:
+            rec.install()
+        except BadInputError:
+            rec.remove()
+            return None
+        return rec
 
     def graft(self, builder: ProfileBuilder, start: int = 0) -> None:
         """Add every launch as a kernel node under its user frames (below node ``start``)."""
@@ -120,7 +144,8 @@ class LaunchRecorder:
             data = recorder._interpreted_metadata(fn, args, kwargs, grid)
             t0 = time.perf_counter_ns()
             try:
-                return original(fn, *args, grid=grid, warmup=warmup, **kwargs)
+                with recorder._helpers.active():
+                    return original(fn, *args, grid=grid, warmup=warmup, **kwargs)
             finally:
                 metrics = metrics_of(data)
                 metrics["time_ns"] = float(time.perf_counter_ns() - t0)
