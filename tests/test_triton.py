@@ -209,3 +209,14 @@ def test_interpreter_without_the_internals_is_one_line_exit_2(
     assert main(["triton", str(SCRIPT), "add"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot drive this version" in err
+
+
+def test_triton_not_installed_is_one_line_exit_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "triton", None)  # import triton -> ImportError
+    assert main(["triton", str(SCRIPT), "add"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'kernelscope[triton]'" in err

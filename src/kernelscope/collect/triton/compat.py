@@ -49,7 +49,7 @@ def interpreter_module() -> Any:
     if missing:
         raise BadInputError(
             f"Triton {triton.__version__}'s interpreter lacks {', '.join(missing)}: "
-            "kernelscope cannot drive this version (tested with 3.9.0)"
+            "kernelscope cannot drive this version (tested with 3.8.0 and 3.9.0)"
         )
     return interpreter
 

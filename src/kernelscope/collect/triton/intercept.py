@@ -171,37 +171,38 @@ class Inspector:
 
     # --- memory ops ---------------------------------------------------------------------
     def _wrap_load(self, orig: Callable[..., Any]) -> Callable[..., Any]:
-        def load(ptrs: Any, mask: Any, other: Any, cache_policy: Any, is_volatile: Any) -> Any:
+        # the trailing cache/eviction/volatile arguments differ between Triton versions: passed through
+        def load(ptrs: Any, mask: Any, other: Any, *rest: Any, **kwargs: Any) -> Any:
             safe = self._record(LOAD, ptrs, mask.data)
             if safe is not None:
                 mask = type(mask)(safe, mask.dtype)
-            return orig(ptrs, mask, other, cache_policy, is_volatile)
+            return orig(ptrs, mask, other, *rest, **kwargs)
 
         return load
 
     def _wrap_store(self, orig: Callable[..., Any]) -> Callable[..., Any]:
-        def store(ptrs: Any, value: Any, mask: Any, cache_policy: Any) -> Any:
+        def store(ptrs: Any, value: Any, mask: Any, *rest: Any, **kwargs: Any) -> Any:
             safe = self._record(STORE, ptrs, mask.data)
             if safe is not None:
                 mask = type(mask)(safe, mask.dtype)
-            return orig(ptrs, value, mask, cache_policy)
+            return orig(ptrs, value, mask, *rest, **kwargs)
 
         return store
 
     def _wrap_rmw(self, orig: Callable[..., Any]) -> Callable[..., Any]:
-        def rmw(op: Any, ptr: Any, val: Any, mask: Any, sem: Any, scope: Any) -> Any:
+        def rmw(op: Any, ptr: Any, val: Any, mask: Any, *rest: Any, **kwargs: Any) -> Any:
             safe = self._record(ATOMIC, ptr, mask.data)
             if safe is not None:
                 mask = type(mask)(safe, mask.dtype)
-            return orig(op, ptr, val, mask, sem, scope)
+            return orig(op, ptr, val, mask, *rest, **kwargs)
 
         return rmw
 
     def _wrap_cas(self, orig: Callable[..., Any]) -> Callable[..., Any]:
-        def cas(ptr: Any, cmp: Any, val: Any, sem: Any, scope: Any) -> Any:
+        def cas(ptr: Any, *rest: Any, **kwargs: Any) -> Any:
             # no mask to narrow: an out-of-bounds compare-and-swap is reported, then runs as written
             self._record(ATOMIC, ptr, np.ones(np.shape(ptr.data), dtype=bool))
-            return orig(ptr, cmp, val, sem, scope)
+            return orig(ptr, *rest, **kwargs)
 
         return cas
 
