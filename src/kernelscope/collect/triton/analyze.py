@@ -13,6 +13,7 @@ Definitions:
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,10 +93,6 @@ def line_stats(launches: list[Launch], accesses: list[Access]) -> list[LineStat]
         )
         for key, t in acc.items()
     ]
-
-
-def problems(launches: list[Launch], accesses: list[Access]) -> list[Problem]:
-    return [*out_of_bounds(launches, accesses), *races(launches, accesses), *uncoalesced(launches, accesses)]
 
 
 def out_of_bounds(launches: list[Launch], accesses: list[Access]) -> list[Problem]:
@@ -200,6 +197,14 @@ def write_maps(launches: list[Launch], accesses: list[Access], max_elements: int
         for (li, arg), own in owners.items()
         if (info := launches[li].arg(arg)) is not None
     ]
+
+
+Detector = Callable[[list[Launch], list[Access]], list[Problem]]
+DETECTORS: tuple[Detector, ...] = (out_of_bounds, races, uncoalesced)  # a new problem kind is one more function
+
+
+def problems(launches: list[Launch], accesses: list[Access]) -> list[Problem]:
+    return [p for detect in DETECTORS for p in detect(launches, accesses)]
 
 
 def _pid(p: Program) -> str:
