@@ -39,6 +39,19 @@ def test_two_programs_storing_one_element_race_but_not_one_program_twice_nor_ato
     assert p.detail.startswith("2 element(s) of out")
 
 
+def test_race_over_a_whole_tensor_is_one_problem() -> None:
+    n = 200_000
+    big = ArgInfo("out", 0, 0, 4 * n, 4, (n,), "float32")
+    la = Launch(0, "k", "k.py", "main.py", 7, (2, 1, 1), (big,))
+    both = [store(0, list(range(n))), store(1, list(range(n - 1, -1, -1)), line=9)]
+    (p,) = races([la], both)
+    assert (p.line, p.program_id) == (9, (1, 0, 0))
+    assert (
+        p.detail
+        == f"{n} element(s) of out stored by more than one program without atomics; element 0 by programs (0,0,0) and (1,0,0)"
+    )
+
+
 def test_uncoalesced_needs_twice_the_sectors_and_enough_of_them() -> None:
     def load(sectors: int, needed: int) -> Access:
         return Access(0, (0, 0, 0), "load", "k.py", 5, "out", 4, 64, 64, sectors=sectors, min_sectors=needed)

@@ -132,24 +132,27 @@ def races(launches: list[Launch], accesses: list[Access]) -> list[Problem]:
             [np.full(a.elements.size, launch.linear(a.program)) for a in group if a.elements is not None]
         )
         which = np.concatenate([np.full(a.elements.size, i) for i, a in enumerate(group) if a.elements is not None])
+        # columns sorted by (element, program): the programs storing one element are neighbours
         pairs, first = np.unique(np.stack([elems, prog]), axis=1, return_index=True)
-        shared_elems, counts = np.unique(pairs[0], return_counts=True)
-        racy = shared_elems[counts > 1]
-        if not racy.size:
+        elem_ids, starts, counts = np.unique(pairs[0], return_index=True, return_counts=True)
+        racy = counts > 1
+        if not bool(racy.any()):
             continue
-        # report at the store of the second program to write each racy element
-        at_line: dict[tuple[str, int], list[int]] = defaultdict(list)
-        for e in racy.tolist():
-            cols = np.nonzero(pairs[0] == e)[0]
-            second = group[int(which[first[cols[1]]])]
-            at_line[(second.file, second.line)].append(e)
-        for (file, line), elems_here in at_line.items():
-            e = elems_here[0]
-            cols = np.nonzero(pairs[0] == e)[0]
-            p1, p2 = (launch.program_of(int(pairs[1, c])) for c in cols[:2])
+        s1 = starts[racy]
+        racy_elems, p1s, p2s = elem_ids[racy], pairs[1, s1], pairs[1, s1 + 1]
+        second_access = which[first[s1 + 1]]  # the second program's (first) store of that element
+        # one problem per line of those stores, with its first element as the example
+        at_line: dict[tuple[str, int], list[int]] = {}
+        for acc_index, k, n in zip(*np.unique(second_access, return_index=True, return_counts=True), strict=True):
+            store_ = group[int(acc_index)]
+            entry = at_line.setdefault((store_.file, store_.line), [0, int(k)])
+            entry[0] += int(n)
+            entry[1] = min(entry[1], int(k))
+        for (file, line), (n, k) in at_line.items():
+            p1, p2 = launch.program_of(int(p1s[k])), launch.program_of(int(p2s[k]))
             detail = (
-                f"{len(elems_here)} element(s) of {arg} stored by more than one program without atomics; "
-                f"element {e} by programs {_pid(p1)} and {_pid(p2)}"
+                f"{n} element(s) of {arg} stored by more than one program without atomics; "
+                f"element {int(racy_elems[k])} by programs {_pid(p1)} and {_pid(p2)}"
             )
             out.append(Problem(RACE, launch.kernel, file, line, p2, arg, detail))
     return out
