@@ -160,6 +160,7 @@ class Session:
         self._device_run = False
         self._cuda = False
         self._compile: Any = None
+        self._triton: Any = None  # Proton-style launch metrics, when the program uses Triton
         self._want_compile = compile_capture
         self._paused = False  # deactivate() from the API
         self._finalized = False
@@ -276,6 +277,10 @@ class Session:
                 with_modules=True,
             )
             prof.__enter__()  # type: ignore[no-untyped-call]
+        if self._triton is None and "triton" in sys.modules:
+            from .triton.launches import LaunchRecorder
+
+            self._triton = LaunchRecorder.install_if_available()
         self._prof = prof
         self.windows += 1
         self._window_start = time.perf_counter()
@@ -321,6 +326,11 @@ class Session:
             self.warnings.extend(self._compile.warnings)
             self._compile.__exit__(None, None, None)
             self._compile = None
+        if self._triton is not None:
+            self._triton.remove()
+            self._triton.graft(self.builder)
+            self.warnings.extend(self._triton.warnings)
+            self._triton = None
         metadata["warnings"] = list(self.warnings)
         timeline = self.timeline.build() if len(self.timeline) else None
         if self._shaped:
