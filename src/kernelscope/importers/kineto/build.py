@@ -52,7 +52,7 @@ _DEVICE_CATEGORY = {
 _BLOCK = 1 << 14  # events converted to Python lists at a time (two blocks are alive at once)
 
 # stack entry fields
-_END, _NODE, _DUR, _CHILD, _FLOPS, _CHILD_FLOPS, _BW, _KIND = range(8)
+_END, _NODE, _DUR, _CHILD, _FLOPS, _CHILD_FLOPS, _BW, _KIND, _LABEL = range(9)
 
 
 class _Rows(RunStore):
@@ -194,6 +194,7 @@ def _sweep_host(
         return {}
     h.finish()
     bw_set = h.bw_threads
+    bw_labels = tables.backward_labels
     # autograd threads after forward threads: their ops look up forward ops
     thread_order = sorted(h.groups(), key=lambda t: (t in bw_set, t))
 
@@ -291,7 +292,12 @@ def _sweep_host(
                 count[step] += 1
                 node = b.path(tree.path_frames(parent, stop=base), start=step) if parent != base else step
             else:
-                if k in (K_OP, K_REGION) and not in_bw and fw[i] > 0:
+                label = nm[i]
+                if in_bw and k == K_OP and stack and stack[-1][_LABEL] == label and label in bw_labels:
+                    # the autograd node's own op inside `evaluate_function: X`: folded into it
+                    stack.append([e_, parent, e_ - s, 0, val[i], False, True, k, -1])
+                    continue
+                if k in (K_OP, K_REGION) and not in_bw and (fw[i] > 0 or label in bw_labels):
                     # an autograd op (every vintage marks them with a Fwd thread id): under the forward
                     # context of the op with its sequence number; else under the context that ran backward()
                     fwd_op = fwd_seq.get(seq[i])
@@ -315,7 +321,7 @@ def _sweep_host(
                     if ext[i] >= 0:
                         o_add((ext[i], node))
                     r_add((node, track, s, e_ - s, C_OP, 0, -1))
-            stack.append([e_, node, e_ - s, 0, val[i] if k == K_OP else 0.0, False, in_bw, k])
+            stack.append([e_, node, e_ - s, 0, val[i] if k == K_OP else 0.0, False, in_bw, k, nm[i]])
     while stack:
         pop()
 
