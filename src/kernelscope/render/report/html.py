@@ -18,7 +18,9 @@ from typing import Any
 
 COMPRESS_ABOVE = 512 * 1024
 _ASSETS = ("report.css", "icicle.js", "views.js", "app.js")
-_JSON_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+_JSON_ESCAPES = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
 
 
 def _asset(name: str) -> str:

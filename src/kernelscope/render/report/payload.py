@@ -9,8 +9,8 @@ as ``kernelscope view --by`` does. Findings come from the advisor when it runs.
 from __future__ import annotations
 
 import math
-from collections import Counter
 import os
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,7 +75,8 @@ def run_advisor(profile: Profile) -> Findings:
 def header(profile: Profile) -> dict[str, Any]:
     """What was run, when, on what, and what "time" means here."""
     meta = profile.metadata
-    source = meta.get("source") if isinstance(meta.get("source"), dict) else {}
+    raw_source = meta.get("source")
+    source: dict[str, Any] = raw_source if isinstance(raw_source, dict) else {}
     command = meta.get("command")
     if isinstance(command, list):
         command = " ".join(str(c) for c in command)
