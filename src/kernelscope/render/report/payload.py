@@ -14,6 +14,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from ... import __version__
 from ...analysis.views import GROUPINGS, node_keys
 from ...model import FrameKind, Profile
@@ -38,6 +41,16 @@ def _number(value: float) -> int | float:
     if not math.isfinite(value):
         return 0
     return int(value) if value.is_integer() else round(value, 6)
+
+
+def _column(col: npt.NDArray[np.float64]) -> list[int] | list[float]:
+    """A metric column as JSON numbers: integers when every value is integral (most are)."""
+    col = np.nan_to_num(col, nan=0.0, posinf=0.0, neginf=0.0)
+    if bool(np.all(col == np.round(col))) and bool(np.all(np.abs(col) < 2**53)):
+        ints: list[int] = col.astype(np.int64).tolist()
+        return ints
+    floats: list[float] = np.round(col, 6).tolist()
+    return floats
 
 
 def _frames(profile: Profile) -> dict[str, list[Any]]:
@@ -111,7 +124,7 @@ def header(profile: Profile) -> dict[str, Any]:
 def build_payload(profile: Profile, *, findings: Findings | None = None, sources: bool = True) -> dict[str, Any]:
     if findings is None:
         findings = run_advisor(profile)
-    metrics = {m: [_number(v) for v in profile.exclusive(m).tolist()] for m in profile.metric_names}
+    metrics = {m: _column(profile.exclusive(m)) for m in profile.metric_names}
     cwd = os.getcwd()
     return {
         "schema": SCHEMA,

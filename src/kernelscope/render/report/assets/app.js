@@ -37,12 +37,17 @@ class Model {
     this.labels = data.frames.label;
     this.n = data.parent.length;
     this.metricNames = Object.keys(data.metrics);
+    // labels shared by several frames (one kernel on two streams) are one table row
+    const ids = new Map();
+    this.labelIds = Int32Array.from(this.labels, (l) => { let i = ids.get(l); if (i === undefined) ids.set(l, (i = ids.size)); return i; });
+    this.labelNames = [...ids.keys()];
     this.base = {};
     for (const m of this.metricNames) this.base[m] = Float64Array.from(data.metrics[m]);
   }
 
   derive(visible) {
     const d = this.data, n = this.n, F = this.labels.length;
+    if (this.kinds.every((k) => visible[k])) return this.tree(Int32Array.from(d.parent), Int32Array.from(d.frame), null, this.base);
     const map = new Int32Array(n);
     const parent = [-1], frame = [d.frame[0]];
     const index = new Map();
@@ -61,11 +66,18 @@ class Model {
       for (let i = 0; i < n; i++) col[map[i]] += src[i];
       ex[m] = col;
     }
+    return this.tree(Int32Array.from(parent), Int32Array.from(frame), map, ex);
+  }
+
+  // map: base node -> node of this tree (null: the identity)
+  tree(parent, frame, map, ex) {
+    const size = parent.length;
     const children = Array.from({ length: size }, () => []);
     for (let i = 1; i < size; i++) children[parent[i]].push(i);
+    if (map === null) map = Int32Array.from({ length: size }, (_, i) => i);
     const model = this;
     return {
-      n: size, parent: Int32Array.from(parent), frame: Int32Array.from(frame), map: map, ex: ex, children: children,
+      n: size, parent: parent, frame: frame, map: map, ex: ex, children: children,
       incCache: {},
       label(node) { return model.labels[this.frame[node]]; },
       kind(node) { return model.kinds[model.frameKind[this.frame[node]]]; },
@@ -285,5 +297,5 @@ function byId(id) { return document.getElementById(id); }
 function showError(msg) { const e = byId("ks-error"); e.hidden = false; e.textContent = "report error: " + msg; }
 
 loadData()
-  .then((data) => { window.ksApp = new App(data); renderHeader(data); document.body.dataset.ready = "1"; })
+  .then((data) => { window.ksApp = new App(data); renderHeader(data); window.ksReadyMs = performance.now(); document.body.dataset.ready = "1"; })
   .catch((err) => { showError(String(err && err.stack || err)); throw err; });

@@ -43,26 +43,27 @@ class Icicle {
     const chain = [];
     for (let a = this.focus; a >= 0; a = t.parent[a]) chain.push(a);
     chain.reverse();
-    chain.forEach((node, d) => { rows[d] = [{ node: node, x: 0, w: width, above: node !== this.focus }]; });
+    chain.forEach((node, d) => { if (node !== this.focus) rows[d] = [{ node: node, x: 0, w: width, above: true }]; });
     const base = chain.length - 1;
     const total = t.inc[this.focus];
     if (total > 0) {
       const stack = [[this.focus, 0, width, base]];
       while (stack.length) {
         const [node, x0, w0, d] = stack.pop();
-        let x = x0;
+        // depth-first, left to right: every row's rectangles come out sorted by x
+        (rows[d] || (rows[d] = [])).push({ node: node, x: x0, w: w0, above: false });
         const kids = t.children[node];
-        for (let i = 0; i < kids.length; i++) {
-          const c = kids[i];
-          const w = (t.inc[c] / t.inc[node]) * w0;
+        const scale = w0 / t.inc[node];
+        let end = 0, x = x0;
+        const starts = [];
+        for (; end < kids.length; end++) {
+          const w = t.inc[kids[end]] * scale;
           if (!(w >= 0.5)) break; // children are sorted by value, the rest are narrower
-          (rows[d + 1] || (rows[d + 1] = [])).push({ node: c, x: x, w: w, above: false });
-          if (t.children[c].length) stack.push([c, x, w, d + 1]);
-          x += w;
+          starts.push(x); x += w;
         }
+        for (let i = end - 1; i >= 0; i--) stack.push([kids[i], starts[i], t.inc[kids[i]] * scale, d + 1]);
       }
-    }
-    for (const row of rows) if (row) row.sort((a, b) => a.x - b.x);
+    } else rows[base] = [{ node: this.focus, x: 0, w: width, above: false }];
     this.rows = rows;
     this.spacer.style.height = rows.length * ROW_H + "px";
   }

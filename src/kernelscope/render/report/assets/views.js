@@ -71,27 +71,32 @@ class Views {
     const app = this.app, t = app.tree, mode = app.state.mode, by = app.state.group, names = app.model.metricNames;
     const rows = new Map();
     if (by === "frame") {
-      const incs = {}; for (const m of names) incs[m] = t.incl(m);
-      // inclusive counts a label once per path: skip nodes with the same label above them
-      const open = new Map(), stack = [[0, false]];
-      while (stack.length) {
-        const [node, leaving] = stack.pop();
-        const label = node ? t.label(node) : null;
-        if (leaving) { open.set(label, open.get(label) - 1); continue; }
-        if (node) {
-          let r = rows.get(label);
-          if (!r) rows.set(label, (r = { key: label, values: {}, nodes: [], base: null }));
-          r.nodes.push(node);
-          const nested = (open.get(label) || 0) > 0;
-          for (const m of names) {
-            const v = mode === "self" ? t.ex[m][node] : nested ? 0 : incs[m][node];
-            r.values[m] = (r.values[m] || 0) + v;
-          }
-          open.set(label, (open.get(label) || 0) + 1);
-          stack.push([node, true]);
+      // one row per distinct label; inclusive counts a label once per path (not again when nested)
+      const lid = app.model.labelIds, L = app.model.labelNames.length, n = t.n;
+      const vals = {}; for (const m of names) vals[m] = new Float64Array(L);
+      const seen = new Uint8Array(L), open = new Int32Array(L);
+      const incs = {}; for (const m of names) incs[m] = mode === "self" ? t.ex[m] : t.incl(m);
+      const V = names.map((m) => vals[m]), I = names.map((m) => incs[m]), M = names.length, self = mode === "self";
+      const stack = new Int32Array(2 * n + 2), frame = t.frame, children = t.children;
+      let sp = 0;
+      stack[sp++] = 0;
+      while (sp) {
+        const x = stack[--sp];
+        if (x < 0) { open[lid[frame[~x]]]--; continue; }
+        if (x) {
+          const l = lid[frame[x]];
+          seen[l] = 1;
+          if (self || open[l] === 0) for (let k = 0; k < M; k++) V[k][l] += I[k][x];
+          open[l]++;
+          stack[sp++] = ~x;
         }
-        const kids = t.children[node];
-        for (let i = kids.length - 1; i >= 0; i--) stack.push([kids[i], false]);
+        const kids = children[x];
+        for (let i = kids.length - 1; i >= 0; i--) stack[sp++] = kids[i];
+      }
+      for (let l = 0; l < L; l++) {
+        if (!seen[l]) continue;
+        const values = {}; for (const m of names) values[m] = vals[m][l];
+        rows.set(l, { key: app.model.labelNames[l], label: l, values: values, nodes: null, base: null });
       }
     } else {
       const g = app.data.groups[by], model = app.model;
@@ -152,7 +157,9 @@ class Views {
     const app = this.app, r = this.rows[i], t = app.tree;
     for (const x of byId("ks-table").querySelectorAll("tr.ks-selected")) x.classList.remove("ks-selected");
     tr.classList.add("ks-selected");
-    const nodes = r.nodes || [...new Set(r.base.map((b) => t.map[b]))].filter((d) => d > 0);
+    let nodes;
+    if (r.base) nodes = [...new Set(r.base.map((b) => t.map[b]))].filter((d) => d > 0);
+    else { nodes = []; const lid = app.model.labelIds; for (let i = 1; i < t.n; i++) if (lid[t.frame[i]] === r.label) nodes.push(i); }
     app.pick = nodes;
     app.selection = nodes;
     app.refresh();
