@@ -137,8 +137,10 @@ def deep_json_load(text: str) -> Any:
 def test_registry_lists_each_format_once_with_a_suffix() -> None:
     found = {e.name: e.suffix for e in exporters()}
     assert found == {
+        "chrome": ".trace.json",
         "folded": ".folded",
         "hatchet": ".hatchet.json",
+        "pprof": ".pb.gz",
         "proton": ".proton.json",
         "speedscope": ".speedscope.json",
     }
@@ -146,7 +148,8 @@ def test_registry_lists_each_format_once_with_a_suffix() -> None:
 
 def test_unknown_format_is_a_usage_error_naming_the_known_ones() -> None:
     with pytest.raises(
-        UsageError, match=r"unknown export format 'pprof2' \(known: folded, hatchet, proton, speedscope\)"
+        UsageError,
+        match=r"unknown export format 'pprof2' \(known: chrome, folded, hatchet, pprof, proton, speedscope\)",
     ):
         find_exporter("pprof2")
 
@@ -672,7 +675,7 @@ def saved(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", [*FORMATS, "chrome"])
 def test_cli_export_writes_each_format(fmt: str, saved: Path, tmp_path: Path) -> None:
     out = tmp_path / f"out{find_exporter(fmt).suffix}"
     assert main(["export", str(saved), "--format", fmt, "-o", str(out)]) == 0
@@ -695,7 +698,10 @@ def test_cli_unknown_format_exits_2_with_one_line(
 ) -> None:
     out = tmp_path / "out.x"
     assert main(["export", str(saved), "--format", "nope", "-o", str(out)]) == 2
-    assert "unknown export format 'nope' (known: folded, hatchet, proton, speedscope)" in _one_line_error(capsys)
+    assert (
+        "unknown export format 'nope' (known: chrome, folded, hatchet, pprof, proton, speedscope)"
+        in _one_line_error(capsys)
+    )
     assert not out.exists()
 
 
