@@ -26,6 +26,21 @@ def number(value: float) -> int | float:
     return int(value) if value.is_integer() else value
 
 
+def distinct_labels(profile: Profile) -> list[str]:
+    """``Frame.label()`` per frame, a kernel's followed by `` [device stream N]`` when another kernel
+    frame has the same name on another device or stream (so flame graphs keep them apart)."""
+    labels = [f.label() for f in profile.frames]
+    places: dict[str, set[tuple[str, int]]] = {}
+    for f in profile.frames:
+        if f.kind is FrameKind.KERNEL:
+            places.setdefault(f.name, set()).add((f.device, f.stream))
+    for i, f in enumerate(profile.frames):
+        if f.kind is FrameKind.KERNEL and len(places[f.name]) > 1:
+            where = " ".join(x for x in (f.device, f"stream {f.stream}" if f.stream >= 0 else "") if x)
+            labels[i] = f"{labels[i]} [{where or 'no device'}]"
+    return labels
+
+
 def frame_fields(frame: Frame, shown_name: str) -> dict[str, Any]:
     """The keys that let kernelscope's importer rebuild ``frame`` exactly from a literal frame.
 
