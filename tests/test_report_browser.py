@@ -215,3 +215,35 @@ def screenshot(report: Path, png: Path) -> None:
 
 if __name__ == "__main__":
     screenshot(Path(sys.argv[1]), Path(sys.argv[2]))
+
+
+def test_timeline_lanes_and_a_selected_range(browser: Any, tmp_path: Path) -> None:
+    from kernelscope.model import Category, ProfileBuilder, TimelineBuilder
+
+    b, tl = ProfileBuilder(), TimelineBuilder()
+    thread, stream = tl.track("thread 1", "cpu", "thread"), tl.track("stream 7", "cuda:0", "stream")
+    op = b.path([Frame.op("aten::mm")])
+    k = b.child(op, Frame.kernel("early_kernel", "cuda:0", 7))
+    late = b.child(op, Frame.kernel("late_kernel", "cuda:0", 7))
+    b.add(k, "time_ns", 1000)
+    b.add(late, "time_ns", 1000)
+    tl.add(op, thread, 0, 10_000, Category.OP)
+    tl.add(k, stream, 1_000, 1_000, Category.KERNEL, correlation=1)
+    tl.add(late, stream, 9_000, 1_000, Category.KERNEL, correlation=2)
+    out = tmp_path / "tl.html"
+    write_report(b.build({}, tl.build()), out)
+    page = Page(browser, out)
+    page.click("#ks-tabs button[data-tab=timeline]")
+    assert "cuda:0 stream 7" in page.inner_text(".ks-lane-names")
+    box = page.locator("#ks-lanes-canvas").bounding_box()
+    page.mouse.move(box["x"] + 2, box["y"] + 5)  # drag over the first half: the early kernel only
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + 5)
+    page.mouse.up()
+    picked = page.inner_text("#ks-range")
+    assert "early_kernel" in picked and "late_kernel" not in picked
+    page.click("#ks-range button")
+    assert page.inner_text("#ks-search-info") == "1 selected frames, 100.0% of time_ns"  # mm holds both
+    assert page.evaluate("ksApp.pick.map(n => ksApp.tree.label(n)).sort()") == ["aten::mm", "early_kernel"]
+    assert "GPU breakdown" in page.evaluate("document.getElementById('ks-timeline').innerText")
+    assert page.problems == []

@@ -21,6 +21,7 @@ from ... import __version__
 from ...analysis.views import GROUPINGS, node_keys
 from ...model import FrameKind, Profile
 from .sources import capture_sources
+from .timeline import timeline_payload
 
 SCHEMA = 1
 
@@ -137,6 +138,7 @@ def build_payload(profile: Profile, *, findings: Findings | None = None, sources
         "findings": list(findings.items),
         "findings_error": findings.error,
         "sources": capture_sources(profile, cwd) if sources else {},
+        "timeline": timeline_payload(profile),
         "metadata": _short(profile.metadata),
     }
 

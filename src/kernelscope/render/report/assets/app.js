@@ -111,6 +111,7 @@ class App {
     this.icicle = new Icicle(byId("ks-icicle-wrap"), byId("ks-icicle"), byId("ks-icicle-spacer"), byId("ks-tip"));
     this.icicle.onFocus = (node) => { this.setFocus(node); this.select([node], true); };
     this.views = new Views(this);
+    this.lanes = data.timeline ? new Lanes(this, data.timeline) : null;
     this.readHash();
     this.buildControls();
     this.rederive();
@@ -168,7 +169,8 @@ class App {
     for (const by of Object.keys(this.data.groups)) group.append(new Option(by, by));
     group.addEventListener("change", () => { this.state.group = group.value; this.state.sortCol = null; this.refresh(); });
     const tabs = byId("ks-tabs");
-    for (const [id, name] of [["flame", "Flame graph"], ["bottomup", "Bottom-up"], ["sandwich", "Sandwich"], ["source", "Source"], ["findings", "Findings"], ["info", "Run info"]]) {
+    for (const [id, name] of [["flame", "Flame graph"], ["bottomup", "Bottom-up"], ["sandwich", "Sandwich"], ["timeline", "Timeline"], ["source", "Source"], ["findings", "Findings"], ["info", "Run info"]]) {
+      if (id === "timeline" && !this.lanes) continue;
       const b = document.createElement("button");
       b.type = "button"; b.textContent = name; b.dataset.tab = id; b.setAttribute("role", "tab");
       b.addEventListener("click", () => { this.state.tab = id; this.refresh(); });
@@ -274,7 +276,8 @@ class App {
     const info = byId("ks-search-info");
     if (hl) {
       const [count, frac] = this.share(hl);
-      info.textContent = `${count} matching frames, ${(100 * frac).toFixed(1)}% of ${widthMetric(this.state.metric)}`;
+      const what = this.pick ? "selected" : "matching";
+      info.textContent = `${count} ${what} frames, ${(100 * frac).toFixed(1)}% of ${widthMetric(this.state.metric)}`;
     } else info.textContent = "";
     for (const b of document.querySelectorAll("#ks-tabs button")) b.setAttribute("aria-selected", String(b.dataset.tab === this.state.tab));
     for (const s of document.querySelectorAll(".ks-view")) s.hidden = s.id !== "view-" + this.state.tab;
@@ -286,6 +289,7 @@ class App {
     else if (this.state.tab === "bottomup") this.views.renderBottomUp();
     else if (this.state.tab === "sandwich") this.views.renderSandwich();
     else if (this.state.tab === "source") this.views.renderSource();
+    else if (this.state.tab === "timeline" && this.lanes) this.lanes.render();
     else if (this.state.tab === "findings") this.views.renderFindings();
     else if (this.state.tab === "info") this.views.renderInfo();
     this.writeHash();
