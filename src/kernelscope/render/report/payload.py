@@ -12,6 +12,7 @@ import math
 import os
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
@@ -112,7 +113,7 @@ def header(profile: Profile) -> dict[str, Any]:
         "command": str(command) if command else None,
         "source_format": source.get("format"),
         "source_path": source.get("path"),
-        "start_time": meta.get("start_time"),
+        "start_time": _when(meta.get("start_time")),
         "host": meta.get("host"),
         "devices": [f"{n} × {name}" if n > 1 else name for name, n in Counter(names).items()],
         "rank": meta.get("rank"),
@@ -120,6 +121,13 @@ def header(profile: Profile) -> dict[str, Any]:
         "time_meaning": _TIME_MEANING[bool(device_run)],
         "tool": f"kernelscope {__version__}",
     }
+
+
+def _when(value: Any) -> Any:
+    """A start time in seconds since the epoch as UTC ISO text; anything else unchanged."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e11:
+        return datetime.fromtimestamp(value, tz=timezone.utc).isoformat(timespec="seconds")
+    return value
 
 
 def build_payload(profile: Profile, *, findings: Findings | None = None, sources: bool = True) -> dict[str, Any]:

@@ -18,7 +18,7 @@ const RATES = { "TFLOP/s": ["flops", 1e-3], "GB/s": ["bytes", 1] }; // per ns: f
 function fmtValue(metric, v) {
   if (!isFinite(v)) return "–";
   if (metric in RATES) return v.toFixed(v >= 100 ? 0 : 2);
-  if (metric.endsWith("_ns")) return (v / 1e6).toFixed(3) + " ms";
+  if (metric.endsWith("_ns")) { const ms = v / 1e6, a = Math.abs(ms); return ms.toFixed(a >= 1000 ? 0 : a >= 100 ? 1 : 3) + " ms"; }
   const a = Math.abs(v);
   const unit = metric.includes("bytes") ? "B" : metric === "flops" ? "FLOP" : "";
   if (a >= 1e12) return (v / 1e12).toFixed(2) + " T" + unit;
