@@ -313,6 +313,14 @@ def test_real_proton_viewer_command_prints_the_tree(tmp_path: Path, proton_viewe
     ).stdout
     assert out.splitlines()[0].split() == ["3100.000", "ROOT"]
     assert "2000.000 sm90_gemm_bwd" in out
+    short = subprocess.run(
+        [sys.executable, "-m", "triton.profiler.viewer", "-m", "time/ns", "-f", "function_line", str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    ).stdout
+    assert "forward@42" in short and "train.py:forward@42" not in short  # Proton's name format, shortened
 
 
 # --- hatchet --------------------------------------------------------------------

@@ -247,3 +247,28 @@ def test_timeline_lanes_and_a_selected_range(browser: Any, tmp_path: Path) -> No
     assert page.evaluate("ksApp.pick.map(n => ksApp.tree.label(n)).sort()") == ["aten::mm", "early_kernel"]
     assert "GPU breakdown" in page.evaluate("document.getElementById('ks-timeline').innerText")
     assert page.problems == []
+
+
+def test_dark_mode_follows_the_system(browser: Any, report: Path) -> None:
+    colors = {}
+    for scheme in ("light", "dark"):
+        page = browser.new_page(color_scheme=scheme)
+        page.goto(report.as_uri())
+        page.wait_for_selector("body[data-ready='1']")
+        colors[scheme] = page.evaluate("getComputedStyle(document.body).backgroundColor")
+        page.close()
+    assert colors == {"light": "rgb(255, 255, 255)", "dark": "rgb(13, 17, 23)"}
+
+
+@pytest.mark.traces
+def test_real_trace_report_has_no_errors(browser: Any, shared_traces: Path, tmp_path: Path) -> None:
+    from kernelscope.inputs import open_profile
+
+    out = tmp_path / "alexnet.html"
+    write_report(open_profile(str(shared_traces / "hta_a100_alexnet_cuda_sync.json.gz")), out)
+    page = Page(browser, out)
+    assert "ampere_sgemm_32x32_sliced1x4_tn" in page.inner_text("#ks-table tbody")
+    for tab in ("bottomup", "timeline", "source", "findings", "info", "flame"):
+        page.click(f"#ks-tabs button[data-tab={tab}]")
+    assert "stream 7" in page.inner_text(".ks-lane-names")
+    assert page.problems == []
