@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, build
 
+from conftest import REPO, build
 from kernelscope.model import Frame, Profile
 from kernelscope.render.exporters import find_exporter
 
