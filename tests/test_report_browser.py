@@ -272,3 +272,14 @@ def test_real_trace_report_has_no_errors(browser: Any, shared_traces: Path, tmp_
         page.click(f"#ks-tabs button[data-tab={tab}]")
     assert "stream 7" in page.inner_text(".ks-lane-names")
     assert page.problems == []
+
+
+def test_empty_and_metric_less_profiles_load(browser: Any, tmp_path: Path) -> None:
+    for i, profile in enumerate([build([]), build([([Frame.op("aten::relu")], {"cpu_time_ns": 0.0})])]):
+        out = tmp_path / f"empty{i}.html"
+        write_report(profile, out)
+        page = Page(browser, out)
+        for tab in ("bottomup", "sandwich", "source", "findings", "info", "flame"):
+            page.click(f"#ks-tabs button[data-tab={tab}]")
+        page.fill("#ks-search", "relu")
+        assert page.problems == []
