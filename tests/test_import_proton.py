@@ -199,3 +199,25 @@ def test_proton_viewer_util_works_on_the_re_exported_file(tmp_path: Path) -> Non
     assert metrics == ["util"] or metrics == ["util (inc)"]
     util = gf.dataframe[metrics[0]].dropna()
     assert len(util) == 1 and float(util.iloc[0]) > 0  # the kernel's utilisation, from device_info's peaks
+
+
+def test_frames_that_cannot_nest_are_skipped_with_a_warning(tmp_path: Path) -> None:
+    bad = {"frame": {"name": "k", "ks_kind": "kernel"}, "metrics": {"time": 5},
+           "children": [{"frame": {"name": "op", "ks_kind": "op"}, "metrics": {"time": 7}, "children": []}]}  # fmt: skip
+    p = import_file(write(tmp_path, [bad]))
+    p.check()
+    assert p.total("time_ns") == 5
+    assert sum(p.metadata["import_warnings"].values()) == 1
+
+
+def test_older_kernelscope_hatchet_files_keep_their_kinds(tmp_path: Path) -> None:
+    old = {"frame": {"name": "<root>", "type": "root"}, "metrics": {"time_ns": 0, "time_ns (inc)": 3}, "children": [
+        {"frame": {"name": "t.py:3 fwd", "type": "python", "file": "t.py", "line": 3}, "metrics": {"time_ns": 0},
+         "children": [{"frame": {"name": "aten::mm", "type": "op"}, "metrics": {"time_ns": 0}, "children": [
+             {"frame": {"name": "gemm", "type": "kernel"}, "metrics": {"time_ns": 3, "time_ns (inc)": 3},
+              "children": []}]}]}]}  # fmt: skip
+    p = import_file(write(tmp_path, [old]))
+    assert tree(p, ("time_ns",)) == (
+        "root", "<root>", {}, [("python", "t.py:3 fwd", {}, [
+            ("op", "aten::mm", {}, [("kernel", "gemm", {"time_ns": 3.0}, [])])])],
+    )  # fmt: skip

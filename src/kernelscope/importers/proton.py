@@ -33,6 +33,7 @@ import msgspec
 
 from ..errors import BadInputError
 from ..model import Frame, FrameKind, Profile, ProfileBuilder
+from ..model.frames import ALLOWED_CHILDREN
 from .registry import Importer, register
 
 __all__ = ["load_proton", "metric_of", "sniff_proton"]
@@ -133,10 +134,14 @@ def build_proton(roots: list[dict[str, Any]], device_info: Any, path: str = "<li
         children = kept.get(id(item), [])
         if is_root and proton_root:
             node = 0  # Proton's ROOT frame is our root
-        elif is_root and _ks_kind(frame_data) is FrameKind.ROOT:
+        elif is_root and (_ks_kind(frame_data) is FrameKind.ROOT or _type(frame_data) == "root"):
             node = 0  # kernelscope's own <root>
         else:
             frame = _frame(frame_data, metrics, bool(children), parent)
+            if frame.kind not in ALLOWED_CHILDREN[b.frame_of(parent).kind]:
+                why = "frames that cannot sit under their parent skipped (with what is below them)"
+                warnings[why] = warnings.get(why, 0) + 1
+                continue
             node = b.child(parent, frame)
         has_flops = any(isinstance(k, str) and k.strip().lower() == "flops" for k in metrics)
         for raw, value in metrics.items():
@@ -266,6 +271,9 @@ def _frame(data: Any, metrics: dict[str, Any], has_children: bool, parent: int) 
                 fields[key] = value
         raw = data.get("ks_name", name)
         return Frame(kind, raw if isinstance(raw, str) else name, **fields)
+    typed = _typed_frame(data, name)
+    if typed is not None:
+        return typed
     m = _PY.match(name)
     if m is not None:
         return Frame.python(m.group(1), int(m.group(3)), m.group(2))
@@ -278,6 +286,22 @@ def _frame(data: Any, metrics: dict[str, Any], has_children: bool, parent: int) 
         device = f"cuda:{int(dev)}" if isinstance(dev, (int, float)) and math.isfinite(dev) else ""
         return Frame.kernel(name, device)
     return Frame.kernel(name) if parent != 0 else Frame.scope(name)
+
+
+def _type(data: Any) -> Any:
+    return data.get("type") if isinstance(data, dict) else None
+
+
+def _typed_frame(data: Any, name: str) -> Frame | None:
+    """Hatchet literals that kernelscope wrote before frames carried ``ks_*`` fields: ``type`` is the kind."""
+    kind = data.get("type") if isinstance(data, dict) else None
+    if kind in ("op", "kernel"):
+        return Frame.op(name) if kind == "op" else Frame.kernel(name)
+    file, line = (data.get("file"), data.get("line")) if isinstance(data, dict) else (None, None)
+    if kind == "python" and isinstance(file, str) and isinstance(line, int):
+        prefix = f"{file}:{line} "
+        return Frame.python(file, line, name[len(prefix) :] if name.startswith(prefix) else name)
+    return None
 
 
 def _add_exclusive_from_inclusive(b: ProfileBuilder, inc_values: dict[tuple[int, str], float]) -> None:
