@@ -228,6 +228,7 @@ def test_timeline_lanes_and_a_selected_range(browser: Any, tmp_path: Path) -> No
     b.add(k, "time_ns", 1000)
     b.add(late, "time_ns", 1000)
     tl.add(op, thread, 0, 10_000, Category.OP)
+    tl.add(op, thread, 500, 100, Category.RUNTIME, correlation=1)
     tl.add(k, stream, 1_000, 1_000, Category.KERNEL, correlation=1)
     tl.add(late, stream, 9_000, 1_000, Category.KERNEL, correlation=2)
     out = tmp_path / "tl.html"
@@ -235,6 +236,7 @@ def test_timeline_lanes_and_a_selected_range(browser: Any, tmp_path: Path) -> No
     page = Page(browser, out)
     page.click("#ks-tabs button[data-tab=timeline]")
     assert "cuda:0 stream 7" in page.inner_text(".ks-lane-names")
+    assert page.evaluate("ksApp.lanes.flowsDrawn") == 1  # the early kernel's launch; the late one has none
     box = page.locator("#ks-lanes-canvas").bounding_box()
     page.mouse.move(box["x"] + 2, box["y"] + 5)  # drag over the first half: the early kernel only
     page.mouse.down()

@@ -36,6 +36,7 @@ def timeline_payload(profile: Profile) -> dict[str, Any] | None:
         "dur": tl.dur_ns[keep].tolist(),
         "node": tl.node[keep].tolist(),
         "cat": tl.category[keep].tolist(),
+        "corr": tl.correlation[keep].tolist(),
         "rows": len(tl),
         "t0_ns": t0,
     }

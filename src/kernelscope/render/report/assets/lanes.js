@@ -32,7 +32,11 @@ class Lanes {
     this.canvas.id = "ks-lanes-canvas";
     row.append(names, this.canvas);
     const note = tl.rows > tl.start.length ? `${tl.start.length} longest of ${tl.rows} intervals shown. ` : "";
-    box.append(el("p", "ks-hint", note + "Wheel to zoom, drag to select a range, double-click to reset."), row);
+    const flows = el("label"), box2 = el("input");
+    box2.type = "checkbox"; box2.id = "ks-flows"; box2.checked = true;
+    box2.addEventListener("change", () => this.draw());
+    flows.append(box2, " launch → kernel lines");
+    box.append(el("p", "ks-hint", note + "Wheel to zoom, drag to select a range, double-click to reset. "), flows, row);
     this.info = el("div"); this.info.id = "ks-range";
     box.append(this.info);
     this.analysis(box);
@@ -74,10 +78,34 @@ class Lanes {
       ctx.fillStyle = CAT_COLORS[cats[tl.cat[i]]] || "#888";
       ctx.fillRect(x, this.lane[tl.track[i]] * LANE_H + 2, Math.max(d * scale, 0.5), LANE_H - 4);
     }
+    if (byId("ks-flows").checked) this.drawFlows(ctx, scale);
     if (this.range) {
       ctx.fillStyle = "rgba(9,105,218,0.15)";
       ctx.fillRect((this.range[0] - v0) * scale, 0, (this.range[1] - this.range[0]) * scale, h);
     }
+  }
+
+  // A line from each runtime call to the device work it launched (same correlation), when both are in view.
+  drawFlows(ctx, scale) {
+    const tl = this.tl, [v0, v1] = this.view, cats = tl.categories, launch = new Map();
+    for (let i = 0; i < tl.start.length; i++) {
+      const c = cats[tl.cat[i]];
+      if (tl.corr[i] >= 0 && (c === "runtime" || c === "sync") && tl.start[i] <= v1 && tl.start[i] >= v0) launch.set(tl.corr[i], i);
+    }
+    ctx.strokeStyle = "rgba(110,118,129,0.7)";
+    ctx.beginPath();
+    let drawn = 0;
+    for (let i = 0; i < tl.start.length && drawn < 5000; i++) {
+      const c = cats[tl.cat[i]];
+      if (c === "runtime" || c === "sync" || c === "op") continue;
+      const j = launch.get(tl.corr[i]);
+      if (j === undefined || tl.start[i] > v1) continue;
+      ctx.moveTo((tl.start[j] - v0) * scale, this.lane[tl.track[j]] * LANE_H + LANE_H - 2);
+      ctx.lineTo((tl.start[i] - v0) * scale, this.lane[tl.track[i]] * LANE_H + 2);
+      drawn++;
+    }
+    ctx.stroke();
+    this.flowsDrawn = drawn;
   }
 
   // What ran in [a, b]: time overlapping the range, by frame.
