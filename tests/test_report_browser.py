@@ -133,6 +133,13 @@ def test_focus_breadcrumb_reset_and_hash(browser: Any, report: Path) -> None:
     assert page.problems == [] and again.problems == []
 
 
+def test_a_stale_hash_falls_back(browser: Any, report: Path) -> None:
+    page = Page(browser, report, "#tab=nope&metric=gone&group=nothing&mode=x&focus=999.1&q=(")
+    assert page.input_value("#ks-metric") == "time_ns" and page.input_value("#ks-group") == "frame"
+    assert "sm90_gemm" in page.inner_text("#ks-table tbody")
+    assert page.problems == []
+
+
 def test_search_highlights_and_gives_the_share(browser: Any, report: Path) -> None:
     page = Page(browser, report)
     page.fill("#ks-search", "gemm|img")

@@ -145,6 +145,11 @@ class App {
     if (options.includes("time_ns") && options.includes("flops")) options.push("TFLOP/s");
     if (options.includes("time_ns") && options.includes("bytes")) options.push("GB/s");
     for (const m of options) metric.append(new Option(m, m));
+    // a hand-edited or stale URL hash falls back to what this profile has
+    if (!options.includes(this.state.metric)) this.state.metric = options[0] || "time_ns";
+    if (this.state.group !== "frame" && !(this.state.group in this.data.groups)) this.state.group = "frame";
+    if (!["flame", "bottomup", "sandwich", "timeline", "source", "findings", "info"].includes(this.state.tab) || (this.state.tab === "timeline" && !this.lanes)) this.state.tab = "flame";
+    if (this.state.mode !== "self") this.state.mode = "inc";
     metric.addEventListener("change", () => { this.state.metric = metric.value; this.state.sortCol = null; this.refresh(); });
     byId("ks-mode").addEventListener("change", (e) => { this.state.mode = e.target.value; this.refresh(); });
     const search = byId("ks-search");
