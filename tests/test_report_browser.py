@@ -271,12 +271,20 @@ def test_dark_mode_follows_the_system(browser: Any, report: Path) -> None:
 
 @pytest.mark.traces
 def test_real_trace_report_has_no_errors(browser: Any, shared_traces: Path, tmp_path: Path) -> None:
+    from kernelscope.analysis.views import group
     from kernelscope.inputs import open_profile
 
     out = tmp_path / "alexnet.html"
-    write_report(open_profile(str(shared_traces / "hta_a100_alexnet_cuda_sync.json.gz")), out)
+    profile = open_profile(str(shared_traces / "hta_a100_alexnet_cuda_sync.json.gz"))
+    write_report(profile, out)
     page = Page(browser, out)
     assert "ampere_sgemm_32x32_sliced1x4_tn" in page.inner_text("#ks-table tbody")
+    for by in ("op", "kernel"):  # the page's grouped table gives the numbers of `view --by`
+        page.select_option("#ks-group", by)
+        got = page.evaluate("ksApp.views.tableRows().map(r => [r.key, r.values.time_ns, r.values.count])")
+        want = group(profile, by, ["time_ns", "count"]).rows
+        expected = {k if k is not None else f"(no {by})": (v["time_ns"], v["count"]) for k, v in want}
+        assert {k: (t, c) for k, t, c in got} == {k: v for k, v in expected.items() if any(v)}
     for tab in ("bottomup", "timeline", "source", "findings", "info", "flame"):
         page.click(f"#ks-tabs button[data-tab={tab}]")
     assert "stream 7" in page.inner_text(".ks-lane-names")
