@@ -730,3 +730,12 @@ def test_cli_bad_input_or_usage_exits_2_with_one_line(
 ) -> None:
     assert main(["export", *make_args(saved, tmp_path)]) == 2
     assert message in _one_line_error(capsys)
+
+
+@pytest.mark.traces
+@pytest.mark.parametrize("fmt", ["proton", "hatchet"])
+def test_a_real_trace_round_trips_exactly(fmt: str, shared_traces: Path) -> None:
+    from kernelscope.inputs import open_profile
+
+    profile = open_profile(str(shared_traces / "hta_a100_alexnet_cuda_sync.json.gz"))
+    assert _reimported(fmt, profile) == _by_frames(profile)
