@@ -288,6 +288,10 @@ def test_real_trace_report_has_no_errors(browser: Any, shared_traces: Path, tmp_
     for tab in ("bottomup", "timeline", "source", "findings", "info", "flame"):
         page.click(f"#ks-tabs button[data-tab={tab}]")
     assert "stream 7" in page.inner_text(".ks-lane-names")
+    tl = profile.timeline
+    assert tl is not None
+    wall_ms = float((tl.start_ns + tl.dur_ns).max() - tl.start_ns.min()) / 1e6
+    assert f"wall time (timeline){wall_ms:.0f} ms" in page.inner_text("#ks-facts").replace("\n", "")
     assert page.problems == []
 
 

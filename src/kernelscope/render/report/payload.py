@@ -119,8 +119,17 @@ def header(profile: Profile) -> dict[str, Any]:
         "rank": meta.get("rank"),
         "world_size": meta.get("world_size"),
         "time_meaning": _TIME_MEANING[bool(device_run)],
+        "wall_time_ns": _wall_ns(profile),
         "tool": f"kernelscope {__version__}",
     }
+
+
+def _wall_ns(profile: Profile) -> int | None:
+    """First start to last end over the timeline: the wall time the profile covers (None without one)."""
+    tl = profile.timeline
+    if tl is None or len(tl) == 0:
+        return None
+    return int((tl.start_ns + tl.dur_ns).max() - tl.start_ns.min())
 
 
 def _when(value: Any) -> Any:
