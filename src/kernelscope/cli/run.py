@@ -20,6 +20,7 @@ class RunCommand:
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("-o", "--output", help="profile to write (default: <script>.ksprof in the current folder)")
+        parser.add_argument("--html", metavar="REPORT.html", help="also write the HTML report (kernelscope report)")
         parser.add_argument("--no-view", action="store_true", help="do not print the tree afterwards")
         parser.add_argument("--no-memory", action="store_true", help="do not record allocations (lower overhead)")
         parser.add_argument(
@@ -88,6 +89,7 @@ class RunCommand:
         # Save no matter how the program ended; a second Ctrl-C must not cut the save short.
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
         progress = threading.Timer(1.0, _say_saving)
+        progress.name = "kernelscope-progress"
         progress.daemon = True
         progress.start()
         try:
@@ -104,6 +106,13 @@ class RunCommand:
             show(profile, _view_args(args))
             sys.stdout.flush()
         note = f" ({outcome.error})" if outcome.error else ""
+        if args.html and problem is None:
+            from ..render.report import write_report
+
+            try:
+                write_report(profile, args.html)
+            except OSError as exc:
+                problem = f"profile saved to {saved}, but the report {args.html} could not be written ({exc.strerror or exc})"
         if problem is not None:
             print(f"kernelscope: {problem}{note}", file=sys.stderr)
             return outcome.exit_code or 2

@@ -357,7 +357,11 @@ class Session:
             self.warnings.append(f"nothing was recorded ({why})")
         elif self.events == 0:
             self.warnings.append("nothing was recorded: the profiled windows held no torch events")
-        others = [t.name for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive()]
+        others = [
+            t.name
+            for t in threading.enumerate()
+            if t is not threading.main_thread() and t.is_alive() and not t.name.startswith("kernelscope")
+        ]
         if others:
             self.warnings.append(
                 f"{len(others)} other Python thread(s) alive at the end ({', '.join(others[:3])}): "
