@@ -112,7 +112,9 @@ class RunCommand:
             try:
                 write_report(profile, args.html)
             except OSError as exc:
-                problem = f"profile saved to {saved}, but the report {args.html} could not be written ({exc.strerror or exc})"
+                problem = (
+                    f"profile saved to {saved}, but the report {args.html} could not be written ({exc.strerror or exc})"
+                )
         if problem is not None:
             print(f"kernelscope: {problem}{note}", file=sys.stderr)
             return outcome.exit_code or 2

@@ -6,6 +6,7 @@ each) that are folded into the calling-context tree as the run goes (see Session
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import platform
@@ -13,16 +14,16 @@ import socket
 import sys
 import threading
 import time
-import warnings
 from collections import defaultdict, deque
 from typing import TYPE_CHECKING, Any
 
 from ..model import Profile, ProfileBuilder, TimelineBuilder
 from ..model.profile import prune_empty
-from ..model.timeline import LINKED, Category
 from ._process import _git_commit, _quiet_fd, _sigint_deferred
+from .modules import ModuleRegistry
 from .plan import Plan
 from .safepoint import RangeCounter, restart_is_safe
+from .torch_meta import is_device_event, torch_devices
 from .userframes import is_user_file
 
 if TYPE_CHECKING:
@@ -40,64 +41,6 @@ FOLD_CHECK_CALLS = 1024
 # op at the same context get that context's FLOPs and bytes per call (exact for static shapes).
 SHAPE_MODES = ("sample", "all", "off")
 SHAPE_SECONDS_DEFAULT = 1.0
-
-
-class ModuleRegistry:
-    """Maps a module's id to its attribute path (``blocks.1.attn.qkv``).
-
-    A global forward pre-hook remembers each module that runs; paths are worked
-    out when a window is folded, from the outermost modules seen.
-    """
-
-    def __init__(self, on_call: Any = None) -> None:
-        self._seen: dict[int, Any] = {}
-        self._paths: dict[int, tuple[str, str]] = {}
-        self._handle: Any = None
-        self._on_call = on_call  # called at every eager module call: a safe point between ops
-
-    def install(self) -> None:
-        import torch
-
-        seen = self._seen
-        is_compiling = torch.compiler.is_compiling
-        on_call = self._on_call
-
-        def hook(module: Any, args: Any) -> None:
-            # Under torch.compile tracing this is constant-folded away: recording the module
-            # there would be a side effect Dynamo refuses. Compiled code gets its module paths
-            # from Inductor's provenance instead.
-            if not is_compiling():
-                seen.setdefault(id(module), module)
-                if on_call is not None:
-                    on_call()
-
-        self._handle = torch.nn.modules.module.register_module_forward_pre_hook(hook)
-        # torch warns that global hooks fire once more for an OptimizedModule: harmless for a
-        # hook that only remembers modules, and noise in the user's output.
-        warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks")
-
-    def remove(self) -> None:
-        if self._handle is not None:
-            self._handle.remove()
-            self._handle = None
-
-    def resolve(self) -> None:
-        if len(self._paths) >= len(self._seen):
-            return
-        children: set[int] = set()
-        for mod in self._seen.values():
-            for _, sub in mod.named_modules():
-                if sub is not mod:
-                    children.add(id(sub))
-        for key, mod in self._seen.items():
-            if key in children:
-                continue
-            root_name = type(mod).__name__
-            for name, sub in mod.named_modules():
-                self._paths.setdefault(id(sub), (name or root_name, type(sub).__name__))
-
-    def path(self, self_ptr: int) -> tuple[str, str] | None:
-        return self._paths.get(self_ptr)
 
 
 class Session:
@@ -163,6 +106,9 @@ class Session:
         self._triton: Any = None  # Proton-style launch metrics, when the program uses Triton
         self._want_compile = compile_capture
         self._paused = False  # deactivate() from the API
+        self._compiling = False  # torch.compile is compiling: not recorded (its events are huge)
+        self._compile_callbacks: tuple[Any, Any] | None = None
+        self.compile_pauses = 0
         self._finalized = False
         self._busy = False  # inside a window change: hooks fired from it are ignored
         self.warnings: list[str] = []
@@ -175,6 +121,7 @@ class Session:
         self.modules.install()
         if self._want_compile:
             self._compile = _start_compile_capture(self.warnings)
+        self._pause_while_compiling()
         from .torch_lines import LineMode
 
         self.lines = LineMode(self._on_torch_call, every=1 if self._armed else FOLD_CHECK_CALLS)
@@ -216,8 +163,44 @@ class Session:
                 self.lines.every = FOLD_CHECK_CALLS
         self._checkpoint()
 
+    def _pause_while_compiling(self) -> None:
+        """Compiling records millions of Python events and is not the program's steady state: stop the
+        window when torch.compile starts (stopping is safe anywhere) and let the next safe point after it
+        start a new one. Compile times come from torch's own compile metrics (collect.compile)."""
+        try:
+            from torch._dynamo.callback import callback_handler
+        except ImportError:  # pragma: no cover - older torch
+            return
+
+        def started(_args: Any) -> None:
+            self._compiling = True
+            if self._prof is not None:
+                self.compile_pauses += 1
+                self._close_window()
+
+        def ended(_args: Any) -> None:
+            self._compiling = False
+
+        callback_handler.register_start_callback(started)
+        callback_handler.register_end_callback(ended)
+        self._compile_callbacks = (started, ended)
+
+    def _forget_compile_callbacks(self) -> None:
+        if self._compile_callbacks is None:
+            return
+        from torch._dynamo.callback import callback_handler
+
+        started, ended = self._compile_callbacks
+        for remove, cb in (
+            (callback_handler.remove_start_callback, started),
+            (callback_handler.remove_end_callback, ended),
+        ):
+            with contextlib.suppress(ValueError):
+                remove(cb)
+        self._compile_callbacks = None
+
     def _wanted(self) -> bool:
-        if self._armed or self._paused or self._finalized:
+        if self._armed or self._paused or self._finalized or self._compiling:
             return False
         seconds = self.recorded_seconds
         if self._prof is not None:
@@ -319,6 +302,7 @@ class Session:
                 self.lines = None
             self.modules.remove()
             self.ranges.remove()
+            self._forget_compile_callbacks()
             self._notes()
         metadata = self._metadata()
         if self._compile is not None:
@@ -391,11 +375,12 @@ class Session:
 
     # --- folding ---------------------------------------------------------------
     def _fold(self, prof: Any) -> None:
+        from ..attribute.torch_device import fold_device_events
         from ..attribute.torch_tree import TreeWalker, WalkState
 
         results = prof.profiler.kineto_results
         # device kernels come from Kineto's flat event list; a CPU-only session has none to look for
-        device_events = [e for e in results.events() if _is_device(e)] if self._cuda else []
+        device_events = [e for e in results.events() if is_device_event(e)] if self._cuda else []
         self._device_run = self._device_run or bool(device_events)
         self.modules.resolve()
         if self._walk_state is None:
@@ -421,58 +406,15 @@ class Session:
         self.events += self._walk_state.events
         self._walk_state.events = 0
         if device_events:
-            self._fold_device(device_events)
+            fold_device_events(self.builder, self.timeline, self._walk_state.corr_node, device_events)
         self._walk_state.corr_node.clear()
-
-    def _fold_device(self, events: list[Any]) -> None:
-        from ..model import Frame
-
-        b = self.builder
-        corr_node = self._walk_state.corr_node
-        for e in events:
-            node = corr_node.get(e.linked_correlation_id(), 0)
-            device = f"cuda:{e.device_index()}"
-            stream = int(e.device_resource_id())
-            name = e.name()
-            kernel = b.child(node, Frame.kernel(name, device, stream))
-            dur = float(e.duration_ns())
-            b.add(kernel, "time_ns", dur)
-            b.add(kernel, "count", 1.0)
-            cat = (
-                Category.MEMCPY
-                if "memcpy" in name.lower()
-                else Category.MEMSET
-                if "memset" in name.lower()
-                else Category.KERNEL
-            )
-            if "nccl" in name.lower():
-                cat = Category.COMM
-            track = self.timeline.track(f"stream {stream}", device)
-            self.timeline.add(
-                kernel, track, int(e.start_ns()), int(dur), cat, LINKED if node else 0, e.correlation_id()
-            )
 
     def _metadata(self) -> dict[str, Any]:
         import torch
 
         from .. import __version__
 
-        devices: list[dict[str, Any]] = [
-            {"type": "cpu", "name": platform.processor() or platform.machine(), "cores": os.cpu_count()}
-        ]
-        if torch.cuda.is_available():
-            for i in range(torch.cuda.device_count()):
-                p = torch.cuda.get_device_properties(i)
-                devices.append(
-                    {
-                        "type": "cuda",
-                        "index": i,
-                        "name": p.name,
-                        "arch": f"sm_{p.major}{p.minor}",
-                        "sms": p.multi_processor_count,
-                        "memory_bytes": p.total_memory,
-                    }
-                )
+        devices = torch_devices()
         return {
             "tool": "kernelscope",
             "tool_version": __version__,
@@ -496,16 +438,10 @@ class Session:
                 "recorded_steps": self.recorded_steps,
                 "recorded_seconds": self.recorded_seconds,
                 "deferred_window_changes": self.deferred,
+                "paused_for_compiling": self.compile_pauses,
             },
             "device_run": self._device_run,
         }
-
-
-def _is_device(e: Any) -> bool:
-    try:
-        return str(e.device_type()).endswith("CUDA")
-    except Exception:  # pragma: no cover - older KinetoEvent APIs
-        return False
 
 
 def _placer(capture: Any) -> Any:
