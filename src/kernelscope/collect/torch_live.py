@@ -344,7 +344,10 @@ class Session:
         others = [
             t.name
             for t in threading.enumerate()
-            if t is not threading.main_thread() and t.is_alive() and not t.name.startswith("kernelscope")
+            if t is not threading.main_thread()
+            and t.is_alive()
+            and not t.daemon
+            and not t.name.startswith("kernelscope")
         ]
         if others:
             self.warnings.append(
