@@ -40,6 +40,8 @@ def render_diff(console: Console, result: DiffResult, limit: int | None = None, 
     tripped = {id(r) for r in gate.rows} if gate else set()
     for r in rows:
         label = NULL_LABEL[result.by] if r.key is None else r.key
+        if r.base_key:
+            label += f" (was {r.base_key})"
         style = "red" if id(r) in tripped else None
         table.add_row(
             _num(r.base / scale), _num(r.new / scale), _num(r.delta / scale), _pct(r), escape(label), style=style

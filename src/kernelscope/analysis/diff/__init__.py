@@ -27,6 +27,7 @@ class DiffRow:
     key: str | None
     base: float
     new: float
+    base_key: str | None = None  # the key in the base run, where it differs (a moved line)
 
     @property
     def delta(self) -> float:
@@ -38,8 +39,10 @@ class DiffRow:
 
     def to_json(self, scale: float) -> dict[str, Any]:
         pct = self.delta_pct
-        return {
-            "key": self.key,
+        out: dict[str, Any] = {"key": self.key}
+        if self.base_key is not None:
+            out["base_key"] = self.base_key
+        return out | {
             "base": self.base / scale,
             "new": self.new / scale,
             "delta": self.delta / scale,
@@ -131,15 +134,18 @@ def diff(
         own = _kernel_key(cpu) if by == "kernel" else _OWN[by]
         keys: list[str | None] = [None] * len(unified.nodes)
         acc: dict[str | None, list[float]] = {}
+        moved: dict[str | None, str] = {}
         for i, u in enumerate(unified.nodes):
             if i:
                 k = own(u, unified)
                 keys[i] = k if k is not None else keys[u.parent]
+                if by == "line" and k is not None and u.base_line and u.new_line and u.base_line != u.new_line:
+                    moved[k] = f"{u.key.file}:{u.base_line}"
             if b[i] or n[i]:
                 a = acc.setdefault(keys[i], [0.0, 0.0])
                 a[0] += b[i]
                 a[1] += n[i]
-        rows = [DiffRow(k, v[0], v[1]) for k, v in acc.items()]
+        rows = [DiffRow(k, v[0], v[1], moved.get(k)) for k, v in acc.items()]
     rows.sort(key=lambda r: (-abs(r.delta), -max(r.base, r.new), r.key is None, r.key or ""))
     return DiffResult(by, m, tuple(rows), total)
 
