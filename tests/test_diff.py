@@ -26,7 +26,10 @@ def _model(offset: int, width: float, kernel_suffix: int) -> Profile:
 
     return build(
         [
-            ([top, fwd, line(12), Frame.module_("a", "Linear"), Frame.op("aten::addmm")], {"time_ns": 100.0, "count": 1}),
+            (
+                [top, fwd, line(12), Frame.module_("a", "Linear"), Frame.op("aten::addmm")],
+                {"time_ns": 100.0, "count": 1},
+            ),
             (
                 [top, fwd, line(13), Frame.module_("b", "Linear"), Frame.op("aten::addmm")],
                 {"time_ns": 100.0 * width, "count": 1},
