@@ -34,6 +34,7 @@ def _by_rule(profile: Profile, **thresholds: float) -> dict[str, list[Any]]:
 def test_every_family_is_one_module_with_documented_thresholds() -> None:
     families = {r.family for r in rules()}
     assert {"gpu_idle", "host_sync", "launch_bound", "communication", "memcpy", "host_side", "fusion"} <= families
+    assert {"efficiency", "data_loading", "steps"} <= families
     for r in rules():
         assert r.description and r.applies
         assert all(t.doc for t in r.thresholds.values())
@@ -106,6 +107,33 @@ def test_single_tensor_optimizer_but_not_foreach() -> None:
     assert "single_tensor_optimizer" not in _by_rule(step("aten::_foreach_add_"))
 
 
+def test_step_outliers_and_data_loading_from_scopes() -> None:
+    steps = [
+        ([Frame.scope(f"ProfilerStep#{i}"), Frame.op("aten::mm")], {"cpu_time_ns": v})
+        for i, v in enumerate([1e6, 1e6, 1.1e6, 5e6])
+    ]
+    loader = [
+        (
+            [_line(7, "train"), Frame.scope("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__")],
+            {"cpu_time_ns": 2e6},
+        )
+    ]
+    found = _by_rule(build(steps + loader, CPU))
+    (step,) = found["step_outlier"]
+    assert step.occurrences == 1 and step.estimated_saving_ms == pytest.approx(3.95)
+    (data,) = found["data_loading"]
+    assert (data.line, data.severity, data.estimated_saving_ms) == (7, Severity.WARNING, 2.0)
+
+
+def test_fp32_gemm_only_where_tensor_cores_exist() -> None:
+    meta = {"source": {"format": "kineto"}, "deviceProperties": [{"name": "NVIDIA A100", "computeMajor": 8}]}
+    path = [_line(3), Frame.op("aten::addmm"), Frame.kernel("volta_sgemm_128x64_nn")]
+    (f,) = _by_rule(build([(path, {"time_ns": 4e6, "count": 2})], meta))["fp32_gemm"]
+    assert (f.line, f.estimated_saving_ms, f.occurrences) == (3, 3.0, 2)
+    old = {"source": {"format": "kineto"}, "deviceProperties": [{"name": "V100", "computeMajor": 7}]}
+    assert "fp32_gemm" not in _by_rule(build([(path, {"time_ns": 4e6, "count": 2})], old))
+
+
 def test_cpu_run_skips_timeline_rules_and_summary_leads_with_the_costliest() -> None:
     findings = run_rules(_loop_profile(3000))
     assert {f.rule for f in findings} == {"tiny_op_loop"}
@@ -145,9 +173,13 @@ def test_owlv2_trace_gets_a_host_sync_finding_at_its_line(
     shared_traces: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     findings = _analyze_json(shared_traces / "tracelens_h100_owlv2_inference_modules_memory.json.gz", capsys)
-    top = findings[0]
-    assert (top["rule"], top["file"], top["line"]) == ("host_sync", "transformers/pipelines/base.py", 1173)
-    assert top["occurrences"] == 75 and top["estimated_saving_ms"] > 400
+    sync = next(f for f in findings if f["rule"] == "host_sync")
+    assert (sync["file"], sync["line"], sync["severity"]) == ("transformers/pipelines/base.py", 1173, "warning")
+    assert sync["occurrences"] == 75 and sync["estimated_saving_ms"] > 400
+    loading = next(f for f in findings if f["rule"] == "data_loading")
+    assert loading["severity"] == "warning" and loading["estimated_saving_ms"] > 600
+    idle = next(f for f in findings if f["rule"] == "gpu_idle")
+    assert "data source" in idle["title"]
 
 
 @pytest.mark.slow

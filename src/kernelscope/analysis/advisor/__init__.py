@@ -224,8 +224,9 @@ def summary(findings: list[Finding], span_ms: float | None = None) -> str:
     top = findings[0]
     text = f"{len(findings)} finding(s) ({parts}); top: {top.title}"
     if top.estimated_saving_ms:
-        fits = span_ms and top.estimated_saving_ms <= span_ms  # compile time, e.g., is outside the span
-        share = f", {100 * top.estimated_saving_ms / span_ms:.0f}% of {span_ms:,.1f} ms measured" if fits else ""
+        share = ""
+        if span_ms and top.estimated_saving_ms <= span_ms:  # compile time, e.g., lies outside the span
+            share = f", {100 * top.estimated_saving_ms / span_ms:.0f}% of {span_ms:,.1f} ms measured"
         text += f" (saves ~{top.estimated_saving_ms:,.1f} ms{share})"
     return text
 

@@ -10,6 +10,7 @@ from ..idle import GapClass, idle_gaps
 from ..syncs import syncs
 from . import WITH_TIMELINE, Finding, Severity, Threshold, Thresholds, rule
 from ._evidence import ms, split_line
+from .data_loading import loader_ns
 
 TOP_GAPS = 200  # the longest gaps whose lines name the place
 
@@ -29,6 +30,7 @@ def gpu_idle(profile: Profile, t: Thresholds) -> list[Finding]:
         return []
     gaps = idle_gaps(profile, top=TOP_GAPS)
     sync_idle = syncs(profile).idle_after_ns
+    loading = loader_ns(profile)
     out: list[Finding] = []
     for d in devices:
         idle_pct = 100.0 * d.idle_ns / d.total_ns
@@ -44,7 +46,10 @@ def gpu_idle(profile: Profile, t: Thresholds) -> list[Finding]:
         # the device's idle time is split by the streams' gap classes (streams overlap, shares do not)
         host_wait = d.idle_ns * host_share
         from_syncs = min(sync_idle, d.idle_ns)
-        if from_syncs >= 0.5 * d.idle_ns:
+        if loading >= 0.5 * d.idle_ns:
+            cause = f"the data source: fetching batches took {ms(loading)} ms on the host"
+            fix = "see the data_loading finding: load batches in background workers with pinned memory"
+        elif from_syncs >= 0.5 * d.idle_ns:
             cause = "host-device syncs"
             fix = "see the host_sync findings: remove .item()/.cpu()/.tolist() and synchronize() from the loop"
         elif host_share >= 0.5:
