@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import build
+from conftest import REPO, build, env_without_color
 from kernelscope.analysis.diff import diff, regressions
 from kernelscope.analysis.diff.normalize import normal_file, normal_kernel
 from kernelscope.cli.main import main
@@ -146,3 +149,53 @@ def test_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert main(["diff", str(base), str(base), "--fail-above", "-1"]) == 2
     err = capsys.readouterr().err
     assert "no such file" in err and "unknown metric" in err and "Traceback" not in err
+
+
+# --- live runs: a layer made 2x wider, with lines inserted above it --------------------------------
+_MODEL = """import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.a = torch.nn.Linear(64, 64)
+        self.b = torch.nn.Linear(64, width)
+        self.c = torch.nn.Linear(width, 64)
+
+    def forward(self, x):
+{inserted}        x = torch.relu(self.a(x))
+        x = torch.relu(self.b(x))
+        return self.c(x)
+
+
+net = Net({width})
+x = torch.randn(32, 64)
+for _ in range(3):
+    net(x).sum().backward()
+"""
+
+
+@pytest.mark.slow
+def test_live_runs_wider_layer_with_moved_lines_tops_the_diff(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inserted = "        # three lines inserted\n        # above the layers\n        x = x * 1.0\n"
+    for name, width, extra in (("base", 128, ""), ("new", 256, inserted)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "model.py").write_text(_MODEL.format(inserted=extra, width=width))
+        env = env_without_color()
+        env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")])
+        cmd = [sys.executable, "-m", "kernelscope", "run", "-o", f"../{name}.ksprof", "--no-view", "model.py"]
+        subprocess.run(cmd, check=True, env=env, cwd=tmp_path / name, capture_output=True)
+    base, new = str(tmp_path / "base.ksprof"), str(tmp_path / "new.ksprof")
+    # FLOPs are deterministic (time on a shared CPU is not)
+    assert main(["diff", base, new, "--by", "line", "-m", "flops", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert {(r["key"], r.get("base_key"), r["delta_pct"]) for r in rows[:2]} == {
+        ("model.py:16", "model.py:13", 100.0),
+        ("model.py:17", "model.py:14", 100.0),
+    }
+    assert main(["diff", base, new, "--by", "module", "-m", "flops", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert sorted(r["key"] for r in rows[:2]) == ["b", "c"] and rows[2]["key"] == "a" and rows[2]["delta"] == 0
+    assert main(["diff", base, new, "--by", "module", "-m", "flops", "--fail-above", "50"]) == 1

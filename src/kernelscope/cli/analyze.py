@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..analysis.advisor import rules, run_rules, summary
-from ..analysis.advisor._evidence import measured_ms
+from ..analysis.advisor import measured_ms, rules, run_rules, summary
 from ..errors import UsageError
 from ..inputs import open_profile
 from ..render.console import make_console

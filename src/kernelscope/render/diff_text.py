@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..analysis.diff import DiffResult, DiffRow, Gate
+from .format import fmt_si
 
 NULL_LABEL = {
     "line": "(unattributed: no user line)",
@@ -18,7 +19,9 @@ NULL_LABEL = {
 }
 
 
-def _num(value: float) -> str:
+def _num(value: float, unit: str = "ms") -> str:
+    if unit != "ms":
+        return fmt_si(value)
     return f"{value:,.3f}" if abs(value) < 1000 else f"{value:,.1f}"
 
 
@@ -43,13 +46,12 @@ def render_diff(console: Console, result: DiffResult, limit: int | None = None, 
         if r.base_key:
             label += f" (was {r.base_key})"
         style = "red" if id(r) in tripped else None
-        table.add_row(
-            _num(r.base / scale), _num(r.new / scale), _num(r.delta / scale), _pct(r), escape(label), style=style
-        )
+        values = (_num(v / scale, unit) for v in (r.base, r.new, r.delta))
+        table.add_row(*values, _pct(r), escape(label), style=style)
     if limit is not None and len(result.rows) > limit:
         table.add_row("", "", "", "", f"… {len(result.rows) - limit} more rows (use --limit)")
     t = result.total
-    table.add_row(_num(t.base / scale), _num(t.new / scale), _num(t.delta / scale), _pct(t), "total", style="bold")
+    table.add_row(*(_num(v / scale, unit) for v in (t.base, t.new, t.delta)), _pct(t), "total", style="bold")
     console.print(f"[bold]{escape(result.metric)}[/bold] by {escape(result.by)}: base → new")
     console.print(table)
     if gate is not None:

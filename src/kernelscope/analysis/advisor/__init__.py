@@ -231,6 +231,8 @@ def summary(findings: list[Finding], span_ms: float | None = None) -> str:
     return text
 
 
+from ._evidence import measured_ms  # noqa: E402  (the span findings are measured against)
+
 __all__ = [
     "EVERYWHERE",
     "WITH_TIMELINE",
@@ -241,6 +243,7 @@ __all__ = [
     "Threshold",
     "Thresholds",
     "group_findings",
+    "measured_ms",
     "rule",
     "rules",
     "run_kind",
