@@ -217,3 +217,14 @@ def test_planted_script_gives_one_finding_per_marked_line(tmp_path: Path) -> Non
     for f in findings:
         if (f.rule, f.line) not in planted.items():
             assert f.severity is Severity.INFO, f
+
+
+@pytest.mark.slow
+def test_two_ranks_of_the_128_rank_job_show_a_straggler(shared_traces: Path, tmp_path: Path) -> None:
+    ranks = [str(shared_traces / f"hta_128rank_sampled_rank-{i}.json.gz") for i in (0, 1)]
+    out = tmp_path / "two.ksprof"
+    assert main(["import", *ranks, "-o", str(out)]) == 0
+    findings = run_rules(open_profile(str(out)))
+    straggler = next(f for f in findings if f.rule == "rank_straggler")
+    assert straggler.device is not None and straggler.device.startswith("rank 1")
+    assert {f.device for f in findings if f.rule == "exposed_comm"} == {"rank 0/cuda:0", "rank 1/cuda:1"}

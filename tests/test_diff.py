@@ -199,3 +199,20 @@ def test_live_runs_wider_layer_with_moved_lines_tops_the_diff(
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert sorted(r["key"] for r in rows[:2]) == ["b", "c"] and rows[2]["key"] == "a" and rows[2]["delta"] == 0
     assert main(["diff", base, new, "--by", "module", "-m", "flops", "--fail-above", "50"]) == 1
+
+
+def test_hostile_names_render_escaped_and_deep_stacks_unify(capsys: pytest.CaptureFixture[str]) -> None:
+    hostile = "[bold]</script>&" + "k" * 10_000
+    deep = [Frame.python("d.py", i, f"f{i}") for i in range(1, 5001)]
+    base = build([([Frame.op(hostile), Frame.kernel(hostile)], {"time_ns": 1.0}), (deep, {"time_ns": 2.0})])
+    new = build([([Frame.op(hostile), Frame.kernel(hostile)], {"time_ns": 3.0}), (deep, {"time_ns": 2.0})])
+    from kernelscope.render.console import make_console
+    from kernelscope.render.diff_text import render_diff
+
+    render_diff(make_console(), diff(base, new, by="op"))
+    out = capsys.readouterr().out
+    assert "[bold]</script>&" in out
+    tree = diff(base, new, by="tree")
+    assert len(tree.rows) == 5002 and tree.total.delta == 2.0
+    deepest = "… > " + " > ".join(f"d.py:{i} f{i}" for i in range(4995, 5001))
+    assert sum(r.key == deepest for r in tree.rows) == 1

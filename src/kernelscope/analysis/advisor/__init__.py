@@ -56,10 +56,11 @@ class Finding:
     saving_method: str = ""  # how the saving was estimated
     occurrences: int = 1  # events of this kind at this place
     nodes: tuple[int, ...] = ()  # profile nodes the evidence comes from
+    device: str | None = None  # for device-wide findings: which device
 
     @property
-    def place(self) -> tuple[str, str, int, str]:
-        return (self.rule, self.file or "", self.line or 0, self.module or "")
+    def place(self) -> tuple[str, str, int, str, str]:
+        return (self.rule, self.file or "", self.line or 0, self.module or "", self.device or "")
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -74,6 +75,8 @@ class Finding:
             out["line"] = self.line
         if self.module:
             out["module"] = self.module
+        if self.device:
+            out["device"] = self.device
         if self.estimated_saving_ms is not None:
             out["estimated_saving_ms"] = self.estimated_saving_ms
         if self.saving_method:
@@ -180,8 +183,8 @@ def run_rules(
 
 
 def group_findings(findings: list[Finding]) -> list[Finding]:
-    """One finding per (rule, file, line, module): occurrences and savings add up, the costliest speaks."""
-    groups: dict[tuple[str, str, int, str], list[Finding]] = {}
+    """One finding per (rule, file, line, module, device): occurrences and savings add up, the costliest speaks."""
+    groups: dict[tuple[str, str, int, str, str], list[Finding]] = {}
     for f in findings:
         groups.setdefault(f.place, []).append(f)
     out: list[Finding] = []
@@ -199,7 +202,7 @@ def group_findings(findings: list[Finding]) -> list[Finding]:
             replace(
                 lead,
                 severity=max((f.severity for f in members), key=lambda s: s.rank),
-                title=f"{lead.title} — {occurrences}× here",
+                title=f"{lead.title} — {len(members)}× here",
                 evidence=f"{lead.evidence}{more}",
                 estimated_saving_ms=round(sum(savings), 3) if savings else None,
                 occurrences=occurrences,

@@ -55,6 +55,7 @@ def exposed_comm(profile: Profile, t: Thresholds) -> list[Finding]:
                 fix="overlap communication with compute: DDP bucketing (bucket_cap_mb), gradient_as_bucket_view, "
                 "FSDP prefetch, async collectives; or shrink it (gradient compression, fewer syncs per step)",
                 occurrences=int(rows.size),
+                device=d.device,
             )
         )
     return out
@@ -86,5 +87,6 @@ def rank_straggler(profile: Profile, t: Thresholds) -> list[Finding]:
             estimated_saving_ms=ms(excess),
             saving_method="compute time of the slowest device above the fastest one",
             fix="balance the work across ranks (uneven shards, data-dependent shapes, a slower device or host)",
+            device=slowest.device,
         )
     ]

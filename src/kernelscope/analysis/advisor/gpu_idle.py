@@ -89,6 +89,7 @@ def gpu_idle(profile: Profile, t: Thresholds) -> list[Finding]:
                 saving_method="idle time in host-wait gaps (the launch came after the GPU ran dry), "
                 "less the idle already counted by host_sync",
                 fix=fix,
+                device=d.device,
             )
         )
     return out

@@ -68,6 +68,7 @@ def launch_bound(profile: Profile, t: Thresholds) -> list[Finding]:
                 fix="capture the step in a CUDA graph (torch.compile mode='reduce-overhead', torch.cuda.graphs) "
                 "or fuse the small kernels (torch.compile)",
                 occurrences=d.shorter_than_launch,
+                device=d.device,
             )
         )
     return out

@@ -19,7 +19,8 @@ from .normalize import Key, key_of, normal_kernel
 from .unify import Unified, UNode, unify
 
 BYS = ("tree", "line", "function", "module", "op", "kernel")
-NOISE_FLOOR_PCT = 1.0  # rows below this share of the base total never trip --fail-above
+NOISE_FLOOR_PCT = 1.0
+TREE_KEY_FRAMES = 6  # rows below this share of the base total never trip --fail-above
 
 
 @dataclass(frozen=True)
@@ -151,20 +152,23 @@ def diff(
 
 
 def _tree_rows(unified: Unified, b: np.ndarray[Any, Any], n: np.ndarray[Any, Any]) -> list[DiffRow]:
-    """Every unified node with its inclusive values; the key is its path of labels."""
+    """Every unified node with its inclusive values; the key is its path of labels (the last few when deep)."""
     nodes = unified.nodes
     bi, ni = b.copy(), n.copy()
     for i in range(len(nodes) - 1, 0, -1):
         bi[nodes[i].parent] += bi[i]
         ni[nodes[i].parent] += ni[i]
-    paths: list[str] = [""] * len(nodes)
+    # keys name a node by its last TREE_KEY_FRAMES labels: full paths of deep stacks grow quadratically
+    tails: list[tuple[str, ...]] = [()] * len(nodes)
+    depth = [0] * len(nodes)
     rows: list[DiffRow] = []
     for i in range(1, len(nodes)):
         u = nodes[i]
-        label = u.label(unified.base, unified.new)
-        paths[i] = f"{paths[u.parent]} > {label}" if u.parent else label
+        tails[i] = (*tails[u.parent], u.label(unified.base, unified.new))[-TREE_KEY_FRAMES:]
+        depth[i] = depth[u.parent] + 1
         if bi[i] or ni[i]:
-            rows.append(DiffRow(paths[i], float(bi[i]), float(ni[i])))
+            key = " > ".join(tails[i])
+            rows.append(DiffRow(f"… > {key}" if depth[i] > TREE_KEY_FRAMES else key, float(bi[i]), float(ni[i])))
     return rows
 
 
