@@ -217,7 +217,7 @@ def test_backward_ops_are_rehomed_under_their_forward_context(tmp_path: Path) ->
         "<root>",
         {},
         [
-            ("[backward]", {}, [("autograd::engine::evaluate_function: Orphan", {}, [])]),
+            ("[backward without a forward op]", {}, [("[backward]", {}, [("autograd::engine::evaluate_function: Orphan", {}, [])])]),
             ("model.py:5 forward", {}, [
                 ("[backward]", {}, [
                     ("autograd::engine::evaluate_function: MmBackward0", {}, [

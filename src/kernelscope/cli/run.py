@@ -6,6 +6,8 @@ import argparse
 import os
 import signal
 import sys
+import tempfile
+import threading
 from typing import Any
 
 from ..errors import BadInputError
@@ -33,6 +35,24 @@ class RunCommand:
         parser.add_argument(
             "--skip-first", type=int, default=0, metavar="N", help="start recording after N kernelscope.step() calls"
         )
+        parser.add_argument(
+            "--steps", type=int, default=None, metavar="N", help="stop recording after N recorded steps"
+        )
+        parser.add_argument(
+            "--duration", type=float, default=None, metavar="S", help="stop recording after S seconds of recording"
+        )
+        parser.add_argument(
+            "--schedule",
+            default=None,
+            metavar="wait=N,warmup=N,active=N,repeat=N",
+            help="record steps in cycles, like torch.profiler.schedule (counted in kernelscope.step() calls)",
+        )
+        parser.add_argument(
+            "--from-start",
+            action="store_true",
+            help="record from the program's first line (imports and set-up included); default: from its "
+            "first torch op or nn.Module call",
+        )
         parser.add_argument("-m", dest="module", action="store_true", help="run a module, like python -m")
         parser.add_argument("target", metavar="SCRIPT|MODULE")
         parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
@@ -58,26 +78,57 @@ class RunCommand:
             shapes=args.shapes,
             profile_memory=not args.no_memory,
             compile_capture=not args.no_compile_provenance,
+            steps=args.steps,
+            duration=args.duration,
+            schedule=args.schedule,
+            record_from="start" if args.from_start else "first-call",
         )
         session.argv = [args.target, *args.args]
         outcome = run_program(args.target, list(args.args), args.module)
         # Save no matter how the program ended; a second Ctrl-C must not cut the save short.
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        progress = threading.Timer(1.0, _say_saving)
+        progress.daemon = True
+        progress.start()
         try:
             profile = api.finalize()
             profile.metadata["exit_code"] = outcome.exit_code
-            profile.save(output)
+            saved, problem = _save(profile, output)
         finally:
+            progress.cancel()
             signal.signal(signal.SIGINT, previous)
         for warning in profile.metadata.get("warnings", []):
             print(f"kernelscope: warning: {warning}", file=sys.stderr)
-        if not args.no_view:
+        if not args.no_view and problem is None:
             sys.stdout.flush()
             show(profile, _view_args(args))
             sys.stdout.flush()
         note = f" ({outcome.error})" if outcome.error else ""
-        print(f"kernelscope: profile saved to {output}{note}", file=sys.stderr)
+        if problem is not None:
+            print(f"kernelscope: {problem}{note}", file=sys.stderr)
+            return outcome.exit_code or 2
+        print(f"kernelscope: profile saved to {saved}{note}", file=sys.stderr)
         return outcome.exit_code
+
+
+def _say_saving() -> None:
+    print("kernelscope: folding and saving the profile...", file=sys.stderr, flush=True)
+
+
+def _save(profile: Any, output: str) -> tuple[str, str | None]:
+    """Save to ``output``; when that fails, to a temporary file that the message names."""
+    try:
+        profile.save(output)
+        return output, None
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+    fd, fallback = tempfile.mkstemp(prefix="kernelscope-", suffix=".ksprof")
+    os.close(fd)
+    try:
+        profile.save(fallback)
+    except OSError as exc:
+        return output, f"could not write {output} ({why}) nor {fallback} ({exc.strerror}): the profile is lost"
+    return fallback, f"could not write {output} ({why}); the profile was saved to {fallback} instead"
 
 
 def _view_args(args: argparse.Namespace) -> Any:

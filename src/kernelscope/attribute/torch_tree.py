@@ -211,7 +211,8 @@ class TreeWalker:
                         frame = None
                 except UnicodeDecodeError:  # torch can hand back undecodable names (dynamo frames)
                     frame = None
-                if frame is not None:
+                if frame is not None and b.frame_of(node) != frame:
+                    # (a builtin call and the LineMode's __torch_function__ inside it report one line)
                     node = b.child(node, frame)
                 fn = None  # the PyCall's extra fields: its callsite is read only if an op sits right below
                 if tag == "PyCall":
