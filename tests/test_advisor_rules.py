@@ -201,7 +201,6 @@ def test_planted_script_gives_one_finding_per_marked_line(tmp_path: Path) -> Non
     cmd = [sys.executable, "-m", "kernelscope", "run", "-o", str(out), "--no-view", str(script)]
     subprocess.run(cmd, check=True, env=env, cwd=tmp_path, capture_output=True)
     findings = run_rules(open_profile(str(out)))
-    planted = {}
     ns: dict[str, Any] = {}
     exec(script.read_text().split("import torch", 1)[1].split("def ", 1)[0], ns)  # the *_LINE constants
     planted = {
@@ -210,6 +209,10 @@ def test_planted_script_gives_one_finding_per_marked_line(tmp_path: Path) -> Non
         "single_tensor_optimizer": ns["FOREACH_LINE"],
         "recompile": ns["RECOMPILE_LINE"],
     }
+    source = script.read_text().splitlines()
+    marks = {"tiny_op_loop": "x[i]", "unfused_elementwise": ".sigmoid()", "single_tensor_optimizer": "opt.step()"}
+    for rule_name, code in {**marks, "recompile": "scaled(x"}.items():
+        assert code in source[planted[rule_name] - 1], (rule_name, planted[rule_name])  # the markers are right
     at = {(f.rule, f.line) for f in findings if f.file and f.file.endswith("planted_advisor.py")}
     for rule_name, line in planted.items():
         assert (rule_name, line) in at
