@@ -35,7 +35,7 @@ def build_profile(records: XSpaceRecords, modules: dict[int, HloModule], metadat
             op = module.op(ev.hlo_op) if module is not None and ev.hlo_op else None
             if ev.hlo_op and op is None:
                 warnings["XLA op events whose instruction is not in the metadata plane's HLO"] += 1
-            hit = placements[key] = place(op, kernel, ev.module or (module.name if module else ""))
+            hit = placements[key] = place(op, kernel, module, ev.module or (module.name if module else ""))
         return hit
 
     for ev in records.ops:
@@ -73,6 +73,7 @@ def build_profile(records: XSpaceRecords, modules: dict[int, HloModule], metadat
     builder.ensure_metric("time_ns")
     builder.ensure_metric("count")
     meta = dict(metadata)
+    meta["device_run"] = on_device
     if warnings:
         meta["warnings"] = [f"{msg} ({n:,})" for msg, n in sorted(warnings.items())]
     starts = [ev.start_ns for ev in records.ops]

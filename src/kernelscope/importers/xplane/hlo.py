@@ -67,9 +67,22 @@ class HloModule:
             for instr in comp.instructions:
                 self._by_name[instr.name] = (instr, comp)
         self._ops: dict[str, HloOp | None] = {}
+        self._context: tuple[SourceFrame, ...] | None = None
 
     def __len__(self) -> int:
         return len(self._by_name)
+
+    @property
+    def context(self) -> tuple[SourceFrame, ...]:
+        """The stack every instruction with a source location shares: where the jitted function was called.
+
+        Instructions XLA added without metadata (copies, wrapped helpers) are placed here.
+        """
+        if self._context is None:
+            stacks = {i.metadata.stack_frame_id for i, _c in self._by_name.values() if i.metadata.stack_frame_id}
+            frames = [self._frames.stack(fid) for fid in sorted(stacks)]
+            self._context = _common_prefix(frames)
+        return self._context
 
     def op(self, name: str) -> HloOp | None:
         hit = self._ops.get(name, _MISSING)
@@ -156,6 +169,17 @@ class _StackFrames:
         out.reverse()
         result = self._cache[frame_id] = tuple(out)
         return result
+
+
+def _common_prefix(stacks: list[tuple[SourceFrame, ...]]) -> tuple[SourceFrame, ...]:
+    if not stacks:
+        return ()
+    first = stacks[0]
+    n = min(len(s) for s in stacks)
+    for i in range(n):
+        if any(s[i] != first[i] for s in stacks[1:]):
+            return first[:i]
+    return first[:n]
 
 
 def _at(table: list[str], one_based: int) -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ...collect.userframes import display_path, is_user_file, resolve
 from ...model import Frame, ProfileBuilder
-from .hlo import HloOp, Origin, SourceFrame
+from .hlo import HloModule, HloOp, Origin, SourceFrame
 
 # FLOPs that cost as much time as one byte moved; only the ratio between parts of one kernel matters.
 FLOPS_PER_BYTE = 8.0
@@ -57,18 +57,20 @@ def region_of_module(module: str) -> str:
     return f"jit({module[4:]})" if module.startswith("jit_") else module
 
 
-def place(op: HloOp | None, kernel: Frame, module: str) -> Placement:
+def place(op: HloOp | None, kernel: Frame, module: HloModule | None, module_name: str) -> Placement:
     origins = _origins(op)
     if op is None or not origins:
-        region = Frame.region(region_of_module(module)) if module else None
+        # No source information of its own (a copy XLA added): the line that called the jitted function.
+        stack = user_frames(module.context) if module is not None else ()
+        region = Frame.region(region_of_module(module_name)) if module_name else None
         name = op.opcode if op is not None else ""
         bare = [f for f in (region, Frame.op(name) if name else None) if f is not None]
-        return Placement((*bare, kernel), ())
+        return Placement((*stack, *bare, kernel), ())
     primary = op.own or origins[0]
     stacks = [user_frames(o.stack) for o in origins]
     parts = _parts(origins)
     stack = stacks[0] if len(parts) <= 1 else _common_prefix(stacks)
-    region_name = primary.names.region or region_of_module(module)
+    region_name = primary.names.region or region_of_module(module_name)
     cut = _jit_frame(stack, primary.names.function)
     path: list[Frame] = [*stack[:cut], Frame.region(region_name), *stack[cut:]]
     if any(o.names.backward for o in origins):
