@@ -79,7 +79,8 @@ class JaxSession:
             raise RuntimeError("JaxSession.stop() without start()")
         folder, self._dir = self._dir, None
         try:
-            jax.profiler.stop_trace()
+            stop_trace: Any = jax.profiler.stop_trace  # untyped in jax
+            stop_trace()
             files = sorted(glob.glob(os.path.join(folder, "**", "*.xplane.pb"), recursive=True), key=os.path.getsize)
             if not files:
                 raise BadInputError("jax.profiler wrote no XPlane file (did the program run any JAX code?)")

@@ -165,7 +165,6 @@ _POOL.Add(_file("kernelscope_xplane.proto", "ksxplane", _XPLANE))
 _POOL.Add(_file("kernelscope_hlo.proto", "kshlo", _HLO))
 
 
-
 def _message_class(full_name: str) -> Any:
     descriptor = _POOL.FindMessageTypeByName(full_name)
     get = getattr(message_factory, "GetMessageClass", None)
