@@ -53,7 +53,8 @@ def uses_jax(target: str, is_module: bool = False) -> bool:
 class JaxSession:
     """``start()`` begins a ``jax.profiler`` trace into a temporary folder; ``stop()`` imports it and cleans up."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep_xplane: str | None = None) -> None:
+        self.keep_xplane = keep_xplane  # copy the raw XPlane here as well
         self._dir: str | None = None
         self._started_ns = 0
         self.argv: list[str] = []
@@ -84,6 +85,8 @@ class JaxSession:
             files = sorted(glob.glob(os.path.join(folder, "**", "*.xplane.pb"), recursive=True), key=os.path.getsize)
             if not files:
                 raise BadInputError("jax.profiler wrote no XPlane file (did the program run any JAX code?)")
+            if self.keep_xplane:
+                shutil.copyfile(files[-1], self.keep_xplane)
             try:
                 profile = load_xplane(files[-1])
             except BadInputError as exc:
@@ -96,9 +99,11 @@ class JaxSession:
         return profile
 
 
-def profile_call(fn: Callable[[], T], argv: list[str] | None = None) -> tuple[T, Profile]:
+def profile_call(
+    fn: Callable[[], T], argv: list[str] | None = None, keep_xplane: str | None = None
+) -> tuple[T, Profile]:
     """Run ``fn()`` under the JAX profiler; its result and the profile (saved even if ``fn`` raises)."""
-    session = JaxSession()
+    session = JaxSession(keep_xplane)
     session.argv = list(argv or [])
     session.start()
     try:
@@ -108,16 +113,21 @@ def profile_call(fn: Callable[[], T], argv: list[str] | None = None) -> tuple[T,
     return result, profile
 
 
-def profile_script(target: str, args: list[str], is_module: bool = False) -> tuple[Profile, Any]:
+def profile_script(
+    target: str, args: list[str], is_module: bool = False, keep_xplane: str | None = None
+) -> tuple[Profile, Any]:
     """Run a program like ``python SCRIPT ARGS`` / ``python -m MODULE ARGS`` under the JAX profiler.
 
-    Returns the profile (with ``exit_code`` in its metadata) and the runner's ``Outcome``.
+    Returns the profile (with ``exit_code`` in its metadata) and the runner's ``Outcome``; ``keep_xplane``
+    also keeps the raw XPlane JAX wrote (it is imported, then deleted, otherwise).
     """
     from .runner import check_target, run_program
 
     check_target(target, is_module)
     outcome, profile = profile_call(
-        lambda: run_program(target, list(args), is_module), [*(["-m"] if is_module else []), target, *args]
+        lambda: run_program(target, list(args), is_module),
+        [*(["-m"] if is_module else []), target, *args],
+        keep_xplane,
     )
     profile.metadata["exit_code"] = outcome.exit_code
     return profile, outcome
