@@ -376,3 +376,11 @@ def test_bad_xplane_exits_2_with_one_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "bad.xplane.pb" in err[0]
     assert not out.exists()
+
+
+def test_gzipped_xplane_imports_the_same(literal_trace: str, tmp_path: Path) -> None:
+    import gzip
+
+    gz = tmp_path / "host.xplane.pb.gz"
+    gz.write_bytes(gzip.compress(Path(literal_trace).read_bytes()))
+    assert tree(import_file(str(gz))) == tree(import_file(literal_trace))

@@ -17,7 +17,7 @@ __all__ = ["load_xplane", "sniff_xplane"]
 
 
 def sniff_xplane(path: str, head: bytes) -> bool:
-    if path.endswith(".xplane.pb"):
+    if path.endswith((".xplane.pb", ".xplane.pb.gz")):
         return True
     # XSpace field 1 (planes) first; plane names like "/host:CPU" or "/device:GPU:0" early on.
     return head[:1] == b"\x0a" and (b"/host:" in head[:4096] or b"/device:" in head[:4096])
@@ -45,6 +45,14 @@ def load_xplane(path: str) -> Profile:
             data = fh.read()
     except OSError as exc:
         raise BadInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if data[:2] == b"\x1f\x8b":  # .xplane.pb.gz
+        import gzip
+        import zlib
+
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise BadInputError(f"{path}: corrupt gzip data ({exc}); re-copy or re-export the profile") from None
     space = XSpace()
     try:
         space.ParseFromString(data)

@@ -222,9 +222,10 @@ def _read_device_plane(plane: Any, rec: XSpaceRecords, runtime: dict[int, dict[s
     names = _stat_names(plane)
     wanted = _wanted(names)
     metas = plane.event_metadata
-    for line in plane.lines:
-        if line.name in _DERIVED_LINES:
-            continue
+    lines = [line for line in plane.lines if line.name not in _DERIVED_LINES and len(line.events)]
+    if not lines:  # TPUs record their ops on an "XLA Ops" line; GPUs on streams (XProf derives "XLA Ops")
+        lines = [line for line in plane.lines if line.name == "XLA Ops"]
+    for line in lines:
         track = line.display_name or line.name or f"stream {line.id}"
         base_ps = int(line.timestamp_ns) * 1000
         for event in line.events:
