@@ -75,7 +75,7 @@ def build_profile(records: XSpaceRecords, modules: dict[int, HloModule], metadat
     meta = dict(metadata)
     meta["device_run"] = on_device
     if warnings:
-        meta["warnings"] = [f"{msg} ({n:,})" for msg, n in sorted(warnings.items())]
+        meta["import_warnings"] = dict(sorted(warnings.items()))
     starts = [ev.start_ns for ev in records.ops]
     if starts:
         meta["trace_start_ns"] = min(starts)
