@@ -68,6 +68,7 @@ class HloModule:
                 self._by_name[instr.name] = (instr, comp)
         self._ops: dict[str, HloOp | None] = {}
         self._context: tuple[SourceFrame, ...] | None = None
+        self._shape_cache: dict[int, dict[int, Any]] = {}
 
     def __len__(self) -> int:
         return len(self._by_name)
@@ -95,8 +96,7 @@ class HloModule:
         if found is None:
             return None
         instr, comp = found
-        shapes = {i.id: i.shape for i in comp.instructions}
-        own = self._origin(instr, shapes)
+        own = self._origin(instr, self._shapes(comp))
         fused: list[Origin] = []
         if instr.opcode == "fusion":
             for comp_id in instr.called_computation_ids:
@@ -108,7 +108,7 @@ class HloModule:
         if comp is None or comp_id in seen:
             return
         seen.add(comp_id)
-        shapes = {i.id: i.shape for i in comp.instructions}
+        shapes = self._shapes(comp)
         for instr in comp.instructions:
             if instr.opcode == "fusion":  # nested fusions (GPU block fusions)
                 for inner in instr.called_computation_ids:
@@ -117,6 +117,12 @@ class HloModule:
             origin = self._origin(instr, shapes)
             if origin is not None:
                 yield origin
+
+    def _shapes(self, comp: Any) -> dict[int, Any]:
+        hit = self._shape_cache.get(comp.id)
+        if hit is None:
+            hit = self._shape_cache[comp.id] = {i.id: i.shape for i in comp.instructions}
+        return hit
 
     def _origin(self, instr: Any, shapes: dict[int, Any]) -> Origin | None:
         op_name = instr.metadata.op_name
