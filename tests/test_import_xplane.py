@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kernelscope.analysis.views import group
 from kernelscope.cli.main import main
@@ -384,3 +386,33 @@ def test_gzipped_xplane_imports_the_same(literal_trace: str, tmp_path: Path) -> 
     gz = tmp_path / "host.xplane.pb.gz"
     gz.write_bytes(gzip.compress(Path(literal_trace).read_bytes()))
     assert tree(import_file(str(gz))) == tree(import_file(literal_trace))
+
+
+# --- fuzz: a damaged XPlane imports or fails with one line --------------------------------
+
+_SEED = _space(
+    "/nonexistent/train.py",
+    [("dot.1", 0, 4_000_000), ("fusion.1", 5_000_000, 1_000_001), ("dot.2", 7_000_000, 3_000_000), ("copy.3", 1, 9)],
+)
+
+
+def _import_or_bad_input(data: bytes, tmp_dir: Path) -> None:
+    path = tmp_dir / "fuzz.xplane.pb"
+    path.write_bytes(data)
+    try:
+        profile = import_file(str(path))
+    except BadInputError as exc:
+        assert "\n" not in str(exc)
+    else:
+        profile.check()
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(flips=st.lists(st.tuples(st.floats(0, 1), st.integers(0, 255)), max_size=8), cut=st.floats(0.5, 1))
+def test_fuzz_byte_flips_and_truncation(flips: list[tuple[float, int]], cut: float, tmp_path: Path) -> None:
+    data = bytearray(_SEED)
+    for where, value in flips:
+        data[int(where * (len(data) - 1))] = value
+    _import_or_bad_input(bytes(data[: max(int(cut * len(data)), 1)]), tmp_path)

@@ -130,17 +130,17 @@ class HloModule:
             return None
         out_elems, out_bytes = _size(instr.shape)
         in_bytes = sum(_size(shapes[i])[1] for i in instr.operand_ids if i in shapes)
-        flops = float(out_elems)
+        flops = _real(out_elems)
         if instr.opcode == "dot" and instr.operand_ids and instr.operand_ids[0] in shapes:
             lhs = shapes[instr.operand_ids[0]].dimensions
             contracted = [lhs[d] for d in instr.dot_dimension_numbers.lhs_contracting_dimensions if 0 <= d < len(lhs)]
-            flops = 2.0 * out_elems * math.prod(contracted)  # 2·M·N·K
+            flops = _real(2 * out_elems * math.prod(contracted))  # 2·M·N·K
         return Origin(
             names=parse(op_name),
             opcode=instr.opcode,
             stack=self._frames.stack(instr.metadata.stack_frame_id),
             flops=flops,
-            bytes=float(out_bytes + in_bytes),
+            bytes=_real(out_bytes + in_bytes),
         )
 
 
@@ -186,6 +186,11 @@ def _common_prefix(stacks: list[tuple[SourceFrame, ...]]) -> tuple[SourceFrame, 
         if any(s[i] != first[i] for s in stacks[1:]):
             return first[:i]
     return first[:n]
+
+
+def _real(value: int) -> float:
+    """A count as a float, clamped to [0, 1e300] (damaged shapes must not overflow or go negative)."""
+    return float(min(max(value, 0), 10**300))
 
 
 def _at(table: list[str], one_based: int) -> str:
