@@ -24,11 +24,13 @@ def build_profile(records: XSpaceRecords, modules: dict[int, HloModule], metadat
     timeline = TimelineBuilder()
     warnings: Counter[str] = Counter(records.warnings)
     on_device = records.has_device_events
-    placements: dict[tuple[int, str, str, str, str], Placement] = {}
+    placements: dict[tuple[int, str, str, str, str, int], Placement] = {}
+    kernel_nodes: dict[tuple[int, str, str, str, str, int], int] = {}
     kernel_of_corr: dict[int, int] = {}
+    tracks: dict[tuple[str, str], int] = {}
 
     def placement_of(ev: OpEvent, kernel: Frame) -> Placement:
-        key = (ev.program_id, ev.module, ev.hlo_op, kernel.name, kernel.device)
+        key = (ev.program_id, ev.module, ev.hlo_op, kernel.name, kernel.device, kernel.stream)
         hit = placements.get(key)
         if hit is None:
             module = modules.get(ev.program_id)
@@ -52,13 +54,17 @@ def build_profile(records: XSpaceRecords, modules: dict[int, HloModule], metadat
             stream = kernel.stream
         else:
             kernel = Frame.kernel(ev.hlo_op or ev.name, ev.device)
-        p = placement_of(ev, kernel)
-        node = placer.kernel_node(p)
+        key = (ev.program_id, ev.module, ev.hlo_op, kernel.name, kernel.device, kernel.stream)
+        node = kernel_nodes.get(key, -1)
+        if node < 0:
+            node = kernel_nodes[key] = placer.kernel_node(placement_of(ev, kernel))
         placer.add_kernel(node, "time_ns", ev.self_ps / 1000)
         placer.add_kernel(node, "count", 1.0)
         category = ev.category if ev.on_device else Category.KERNEL
-        name = ev.track if ev.on_device and stream < 0 else (f"stream {stream}" if ev.on_device else ev.track)
-        track = timeline.track(name, ev.device, "stream")
+        track = tracks.get((ev.track, ev.device), -1)
+        if track < 0:
+            name = f"stream {stream}" if ev.on_device and stream >= 0 else ev.track
+            track = tracks[(ev.track, ev.device)] = timeline.track(name, ev.device, "stream")
         timeline.add(node, track, ev.start_ns, ev.dur_ps // 1000, category, LINKED if ev.linked else 0, ev.correlation)
         if ev.correlation >= 0:
             kernel_of_corr[ev.correlation] = node

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from ...model.timeline import Category
@@ -264,9 +265,14 @@ def _category(name: str, runtime: str, stats: dict[str, Any]) -> Category:
         return Category.MEMSET
     if "memcpy_details" in stats or "memcpy" in low_rt:
         return Category.MEMCPY
-    if _COMM.search(name) or _COMM.search(str(stats.get("hlo_op") or "")):
+    if _is_comm(name) or _is_comm(str(stats.get("hlo_op") or "")):
         return Category.COMM
     return Category.KERNEL
+
+
+@lru_cache(maxsize=65536)
+def _is_comm(name: str) -> bool:
+    return _COMM.search(name) is not None
 
 
 def _int(value: Any) -> int:
