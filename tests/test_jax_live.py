@@ -132,3 +132,30 @@ def test_the_kept_xplane_imports_from_the_cli(live: tuple[Profile, Path], tmp_pa
     assert main(["import", str(xplane), "-o", str(out)]) == 0
     imported = load(str(out))
     assert imported.total("time_ns") == pytest.approx(live[0].total("time_ns"))
+
+
+@pytest.mark.slow
+def test_a_failing_program_and_one_that_runs_nothing_still_give_profiles(tmp_path: Path) -> None:
+    pytest.importorskip("jax")
+    fails = tmp_path / "fails.py"
+    fails.write_text("import jax\nimport jax.numpy as jnp\njax.jit(lambda x: x * 2)(jnp.ones(8)).block_until_ready()\n"
+                     "raise ValueError('boom')\n")  # fmt: skip
+    idle = tmp_path / "idle.py"
+    idle.write_text("import jax\nprint('nothing to do')\n")
+    code = (
+        "import sys\n"
+        "from kernelscope.collect.jax_live import profile_script\n"
+        "for target in sys.argv[1:]:\n"
+        "    p, outcome = profile_script(target, [])\n"
+        "    p.check()\n"
+        "    print('RESULT', outcome.exit_code, int(p.total('time_ns') > 0), p.metadata.get('warnings', []))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(fails), str(idle)], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = [line.split(" ", 3) for line in done.stdout.splitlines() if line.startswith("RESULT")]
+    assert results[0][1:3] == ["1", "1"]  # the traceback is the program's; its jitted op was recorded
+    assert "ValueError: boom" in done.stderr
+    assert results[1][1:3] == ["0", "0"] and "no JAX work was recorded" in results[1][3]

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..errors import BadInputError
-from ..model import Profile
+from ..model import Profile, ProfileBuilder
 
 T = TypeVar("T")
 
@@ -83,16 +83,21 @@ class JaxSession:
             stop_trace: Any = jax.profiler.stop_trace  # untyped in jax
             stop_trace()
             files = sorted(glob.glob(os.path.join(folder, "**", "*.xplane.pb"), recursive=True), key=os.path.getsize)
-            if not files:
-                raise BadInputError("jax.profiler wrote no XPlane file (did the program run any JAX code?)")
-            if self.keep_xplane:
+            if files and self.keep_xplane:
                 shutil.copyfile(files[-1], self.keep_xplane)
             try:
-                profile = load_xplane(files[-1])
-            except BadInputError as exc:
-                raise BadInputError(f"no JAX work was recorded: {str(exc).split(': ', 1)[-1]}") from None
+                profile = load_xplane(files[-1]) if files else None
+            except BadInputError as exc:  # nothing ran: an empty profile that says so
+                profile = None
+                reason = str(exc).split(": ", 1)[-1]
+            else:
+                reason = "jax.profiler wrote no XPlane file"
         finally:
             shutil.rmtree(folder, ignore_errors=True)
+        if profile is None:
+            empty = ProfileBuilder()
+            empty.ensure_metric("time_ns")
+            profile = empty.build({"warnings": [f"no JAX work was recorded ({reason})"]})
         meta = profile.metadata
         meta.pop("source", None)
         meta.update(_run_metadata(self.argv, self._started_ns, jax))
