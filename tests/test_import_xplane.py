@@ -251,9 +251,7 @@ def _union_ns(intervals: list[tuple[float, float]]) -> float:
 
 @pytest.fixture(scope="module")
 def mi300() -> tuple[Path, Profile]:
-    from tests.conftest import SHARED_TRACES
-
-    path = SHARED_TRACES / MI300
+    path = Path(__file__).resolve().parents[1].parent / "shared" / "traces" / MI300
     if not path.is_file():
         pytest.skip("../shared/traces is absent")
     return path, import_file(str(path))
