@@ -12,7 +12,10 @@ running, and reports the median step time and the time spent after the run (stop
 Import: kernelscope's ``load_xplane`` vs ``jax.profiler.ProfileData.from_file`` walking every event (JAX's
 own C++ XPlane reader), on the real MI300X trace in ``../shared/traces`` and on the XPlane of a CPU run.
 
-    python benchmarks/bench_jax.py --steps 50 --repeats 3
+    python benchmarks/bench_jax.py --steps 50 --repeats 3 [--xprof-python /tmp/xprofenv/bin/python]
+
+XProf (``pip install xprof``) is run with ``--xprof-python`` (its own venv: its pins clash with kernelscope's),
+converting the same XPlane to its ``op_profile``, ``framework_op_stats`` and ``trace_viewer`` tools.
 """
 
 from __future__ import annotations
@@ -102,12 +105,34 @@ def time_import(path: Path, repeats: int) -> tuple[float, float]:
     return statistics.median(ours), statistics.median(theirs)
 
 
+XPROF_CHILD = """
+import sys, time
+from xprof.convert import raw_to_tool_data as r
+path, tool, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ts = []
+for _ in range(repeats):
+    t = time.perf_counter()
+    r.xspace_to_tool_data([path], tool, {"use_saved_result": False})
+    ts.append(time.perf_counter() - t)
+print(sorted(ts)[len(ts) // 2])
+"""
+
+
+def time_xprof(python: str, path: Path, tool: str, repeats: int) -> float:
+    """XProf's own conversion of the XPlane to one of its tools, in an interpreter where xprof is installed."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    cmd = [python, "-c", XPROF_CHILD, str(path), tool, str(repeats)]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+    return float(out.strip().splitlines()[-1])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--child", choices=MODES)
     ap.add_argument("--keep", default="")
+    ap.add_argument("--xprof-python", help="an interpreter with xprof installed (pip install xprof==2.24.2)")
     args = ap.parse_args()
     if args.child:
         print(json.dumps(child(args.child, args.steps, args.keep)))
@@ -133,6 +158,10 @@ def main() -> None:
                 f"import {label} ({size:.1f} MB): kernelscope {ours:.3f} s, "
                 f"jax ProfileData walk {theirs:.3f} s -> {theirs / ours:.2f}x"
             )
+            if args.xprof_python:
+                for tool in ("op_profile", "framework_op_stats", "trace_viewer"):
+                    t = time_xprof(args.xprof_python, path, tool, args.repeats)
+                    print(f"    xprof {tool}: {t:.3f} s -> kernelscope {t / ours:.2f}x faster")
 
 
 if __name__ == "__main__":

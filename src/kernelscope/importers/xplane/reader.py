@@ -160,11 +160,14 @@ def _read_host_plane(plane: Any, rec: XSpaceRecords, runtime: dict[int, dict[str
     names = _stat_names(plane)
     wanted = _wanted(names)
     metas = plane.event_metadata
+    bare = {k for k, m in metas.items() if not m.stats}
     for line in plane.lines:
         track = line.display_name or line.name or f"thread {line.id}"
         ops: list[tuple[int, int, str, dict[str, Any]]] = []  # start_ps, dur_ps, name, stats
         base_ps = int(line.timestamp_ns) * 1000
         for event in line.events:
+            if not event.stats and event.metadata_id in bare:
+                continue  # Python tracer and TraceMe events without stats: most of a CPU trace
             meta = metas.get(event.metadata_id)
             if meta is None:
                 continue
