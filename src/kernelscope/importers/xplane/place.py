@@ -62,14 +62,15 @@ def place(op: HloOp | None, kernel: Frame, module: HloModule | None, module_name
     if op is None or not origins:
         # No source information of its own (a copy XLA added): the line that called the jitted function.
         stack = user_frames(module.context) if module is not None else ()
-        region = Frame.region(region_of_module(module_name)) if module_name else None
+        region_name = region_of_module(module_name)
+        cut = _jit_frame(stack, region_name[4:-1] if region_name.startswith("jit(") else "")
+        outer = [*stack[:cut], Frame.region(region_name)] if module_name else list(stack[:cut])
         name = op.opcode if op is not None else ""
-        bare = [f for f in (region, Frame.op(name) if name else None) if f is not None]
-        return Placement((*stack, *bare, kernel), ())
+        return Placement((*outer, *stack[cut:], *([Frame.op(name)] if name else []), kernel), ())
     primary = op.own or origins[0]
     stacks = [user_frames(o.stack) for o in origins]
     parts = _parts(origins)
-    stack = stacks[0] if len(parts) <= 1 else _common_prefix(stacks)
+    stack = stacks[0] if all(s == stacks[0] for s in stacks) else _common_prefix(stacks)
     region_name = primary.names.region or region_of_module(module_name)
     cut = _jit_frame(stack, primary.names.function)
     path: list[Frame] = [*stack[:cut], Frame.region(region_name), *stack[cut:]]
