@@ -292,6 +292,13 @@ def test_mi300_kernel_totals_and_timeline_match_the_raw_events(mi300: tuple[Path
     memsets = [n for n, *_ in raw if "fillBuffer" in n]
     assert len(memsets) == 20
     assert dev.computation_ns == dev.busy_ns and dev.total_memcpy_ns == 0 and dev.total_comm_ns == 0
+    # host time: the 150 launch calls (hipLaunchKernel, hipModuleLaunchKernel, hipMemsetAsync, ...)
+    from jax.profiler import ProfileData
+
+    host = ProfileData.from_file(str(path)).find_plane_with_name("/host:CPU")
+    launches = [ev.duration_ns for line in host.lines for ev in line.events if "correlation_id" in dict(ev.stats)]
+    assert len(launches) == 150
+    assert p.total("cpu_time_ns") == pytest.approx(sum(launches), rel=1e-9)
 
 
 @pytest.mark.traces

@@ -1,6 +1,7 @@
 """From XSpace records to a Profile: join each op execution to its HLO instruction, place it, add the timeline.
 
-On a GPU XPlane the device events are the kernels (``time_ns``) and the host-side thunk events of the same
+On a GPU XPlane the device events are the kernels (``time_ns``); the runtime calls that launched them
+(``cudaLaunchKernel``, ``hipMemsetAsync``, joined by correlation id) and host-side events of the same
 instructions add ``cpu_time_ns`` at the op. On XLA:CPU the host op events are the kernels: their self time
 is ``time_ns``, and their rows form the ``cpu`` device's timeline.
 """
@@ -72,7 +73,9 @@ def build_profile(records: XSpaceRecords, modules: dict[int, HloModule], metadat
     for call in records.runtime:
         track = timeline.track(call.track, "cpu", "thread")
         node = kernel_of_corr.get(call.correlation, 0)
-        node = builder.parent_of(node) if node else 0  # the op that launched it, not the kernel
+        if node:
+            node = builder.parent_of(node)  # the op that launched it, not the kernel
+            builder.add(node, "cpu_time_ns", call.dur_ps / 1000)  # host time spent launching its kernels
         timeline.add(node, track, call.start_ns, call.dur_ps // 1000, Category.RUNTIME, 0, call.correlation)
     if not on_device and not records.ops:
         warnings["the XPlane holds no XLA op executions"] += 1
