@@ -52,7 +52,7 @@ def summary_line(out: str, profile: Profile) -> str:
 
 class ImportCommand:
     name = "import"
-    help = "import trace files (Kineto JSON(.gz), Proton/hatchet) into .ksprof profiles"
+    help = "import trace files (Kineto JSON(.gz), Proton/hatchet, JAX XPlane .xplane.pb) into .ksprof profiles"
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("traces", nargs="+", metavar="TRACE", help="trace files; several = one per rank")
