@@ -494,7 +494,7 @@ def _fingerprint(profile: Profile) -> tuple[Any, ...]:
 )
 def test_spilled_runs_give_exactly_the_in_memory_profile(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Tiny runs and windows (host events and timeline rows on disk, merged back) change nothing."""
-    from kernelscope.importers.kineto import spill
+    from kernelscope.attribute import spill
 
     path = TRACES / name
     if not path.exists():
@@ -508,7 +508,7 @@ def test_spilled_runs_give_exactly_the_in_memory_profile(name: str, monkeypatch:
 
 
 def test_spilled_import_leaves_no_temporary_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kernelscope.importers.kineto import spill
+    from kernelscope.attribute import spill
 
     monkeypatch.setattr(spill, "RUN_ROWS", 50)
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
@@ -535,7 +535,7 @@ def test_spilled_import_leaves_no_temporary_files(tmp_path: Path, monkeypatch: p
 def test_spilled_device_join_matches_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The sort-merge join on disk: device events out of file order, a correlation launched twice (the
     first launch wins), a launch outside every op (External-id fallback), one launched before the trace."""
-    from kernelscope.importers.kineto import spill
+    from kernelscope.attribute import spill
 
     events: list[dict[str, object]] = []
     for i in range(40):

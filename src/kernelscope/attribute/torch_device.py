@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..importers.kineto.build import UNLINKED_SCOPE
-from ..importers.kineto.events import is_comm_kernel
 from ..model import Frame, ProfileBuilder, TimelineBuilder
 from ..model.timeline import LINKED, Category
+from .engine import UNLINKED_SCOPE
+from .records import is_comm_kernel
 
 
 def fold_device_events(

@@ -7,12 +7,12 @@ of the wrong type is counted as a warning, never an exception.
 
 from __future__ import annotations
 
-import enum
-import re
 from collections import Counter
 from typing import Any
 
 import msgspec
+
+from ...attribute.records import Kind
 
 
 class RawArgs(msgspec.Struct, frozen=True):
@@ -75,31 +75,6 @@ def event_from_dict(item: Any, warnings: Counter[str]) -> RawEvent | None:
     return RawEvent(**fields, args=args)
 
 
-class Kind(enum.IntEnum):
-    """What an event becomes. Host kinds nest on their thread; device kinds sit on a stream."""
-
-    STEP = 0  # ProfilerStep#N: hoisted to the top of the tree
-    SCOPE = 1  # user_annotation / record_function
-    REGION = 2  # torch.compile regions, compiled graphs
-    PYTHON = 3  # a user python frame
-    MODULE = 4  # nn.Module: X_n
-    OP = 5  # cpu_op
-    RUNTIME = 6  # cudaLaunchKernel, hipMemcpyAsync, ...
-    SYNC = 7  # cudaStreamSynchronize, ...
-    MEMORY = 8  # [memory] instant event (allocation)
-    # device
-    KERNEL = 10
-    MEMCPY = 11
-    MEMSET = 12
-    COMM = 13
-    # dropped
-    SKIP = 20  # known and not needed (flows, overhead, framework python frames, ...)
-    UNKNOWN = 21
-
-
-HOST_KINDS = frozenset({Kind.STEP, Kind.SCOPE, Kind.REGION, Kind.PYTHON, Kind.MODULE, Kind.OP, Kind.RUNTIME, Kind.SYNC})
-DEVICE_KINDS = frozenset({Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.COMM})
-
 # Category names across vintages (lower-cased). 2021 traces say Operator/Runtime/Kernel/Memcpy/Memset.
 CATEGORIES: dict[str, Kind] = {
     "cpu_op": Kind.OP,
@@ -129,48 +104,5 @@ CATEGORIES: dict[str, Kind] = {
     "python_function_call": Kind.SKIP,
 }
 
-SYNC_CALLS = frozenset(
-    {
-        "cudaStreamSynchronize",
-        "cudaDeviceSynchronize",
-        "cudaEventSynchronize",
-        "cuStreamSynchronize",
-        "cuCtxSynchronize",
-        "cuEventSynchronize",
-        "hipStreamSynchronize",
-        "hipDeviceSynchronize",
-        "hipEventSynchronize",
-    }
-)
 
-_COMM = re.compile(
-    r"nccl|rccl|allreduce|all_reduce|allgather|all_gather|reducescatter|reduce_scatter|sendrecv|alltoall", re.I
-)
-BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
-_STEP = re.compile(r"ProfilerStep#\d+$")
-_REGION_PREFIXES = ("Torch-Compiled Region", "## Call CompiledFxGraph", "CompiledFunction", "## Call ")
-
-
-def is_comm_kernel(name: str) -> bool:
-    return _COMM.search(name) is not None
-
-
-def host_kind(base: Kind, name: str) -> Kind:
-    """Refine a host category by the event's name (steps, compiled regions, sync calls)."""
-    if base in (Kind.SCOPE, Kind.OP):
-        if _STEP.match(name):
-            return Kind.STEP
-        if name.startswith(_REGION_PREFIXES):
-            return Kind.REGION
-        return base
-    if base is Kind.RUNTIME and name in SYNC_CALLS:
-        return Kind.SYNC
-    return base
-
-
-def region_name(name: str) -> str:
-    """``## Call CompiledFxGraph fp5r... ##`` -> ``CompiledFxGraph fp5r...``; others unchanged."""
-    if name.startswith("## ") and name.endswith("##"):
-        inner = name[3:-2].strip()
-        return inner.removeprefix("Call ").strip()
-    return name
+__all__ = ["CATEGORIES", "FastEvent", "Kind", "RawArgs", "RawEvent", "event_from_dict"]

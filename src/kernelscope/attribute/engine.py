@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ...model import Category, Frame, FrameKind, Profile, ProfileBuilder, Timeline, Track
-from ...model.timeline import _COLUMNS as TIMELINE_DTYPES
-from ...model.timeline import LINKED
-from .events import Kind
+from ..model import Category, Frame, FrameKind, Profile, ProfileBuilder, Timeline, Track
+from ..model.timeline import _COLUMNS as TIMELINE_DTYPES
+from ..model.timeline import LINKED
+from .records import Kind
 from .spill import I64, RunStore, TempArea
 from .tables import EventTables, HostTable
 
