@@ -17,6 +17,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
+
+print = partial(print, flush=True)  # progress as it goes
 
 
 def main() -> int:

@@ -71,6 +71,7 @@ def test_live_run_and_its_own_trace_give_the_same_tree(tmp_path: Path, compiled:
     # backward work sits under the forward functions in both
     assert any("[backward] > AddmmBackward0" in k and "(Linear)" in k for k in a)
     # the same metric columns, the same FLOPs (one cost table)
-    shared = {"time_ns", "cpu_time_ns", "count", "flops"}
+    shared = {"time_ns", "cpu_time_ns", "count", "flops", "bytes"}
     assert shared <= set(live.metric_names) and shared <= set(traced.metric_names)
     assert live.total("flops") == traced.total("flops") > 0
+    assert live.total("bytes") == traced.total("bytes") > 0

@@ -52,7 +52,7 @@ class HostTable(RunStore):
     """
 
     # name: index into EventTables.frames (runtime calls: into .names); value: FLOPs (ops) or bytes (allocations)
-    FIELDS = ("thread", "start", "dur", "kind", "name", "ext", "corr", "seq", "fwd", "value")
+    FIELDS = ("thread", "start", "dur", "kind", "name", "ext", "corr", "seq", "fwd", "value", "bytes")
 
     def __init__(self, temp: TempArea) -> None:
         super().__init__(len(self.FIELDS), _host_order, key=1, temp=temp, stem="host", group=0)
@@ -101,8 +101,9 @@ def _device_order(records: I64) -> npt.NDArray[np.intp]:
 
 class EventTables:
     """The normalised record stream: fed by a collector or an importer, turned into a Profile by
-    ``engine``. Host rows: (thread, start, dur, kind, label, ext, corr, seq, fwd, value) with ``label``
-    a frame index (runtime calls: a name index) and ``value`` FLOPs (ops) or bytes (allocations)."""
+        ``engine``. Host rows: (thread, start, dur, kind, label, ext, corr, seq, fwd, value, bytes) with ``label``
+        a frame index (runtime calls: a name index), ``value`` FLOPs (ops) or bytes (allocations), ``bytes``
+    what an op reads and writes (attribute.costs.op_bytes; -1: the op recorded no tensor input)."""
 
     def __init__(self, warnings: Counter[str], temp: TempArea | None = None) -> None:
         self.warnings = warnings

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import msgspec
+
 from ...attribute.records import Kind, host_kind, is_comm_kernel
 from ...attribute.tables import EventTables, _int, _ns
 from ...model import Frame
 from .events import CATEGORIES, RawEvent
-from .flops import FLOP_RULES, op_flops
+from .flops import FLOP_RULES, NO_TRAFFIC, op_bytes, op_flops
 from .pyframes import python_frame
 
 _LIMIT = 1 << 62
@@ -22,6 +24,21 @@ class ChromeDecoder:
         self.tables = tables
         # (cat, name) -> (kind, frame-or-name index); -1 index = skip
         self._classes: dict[tuple[Any, Any], tuple[Kind, int]] = {}
+        self._bytes_cache: dict[tuple[str, bytes, bytes], int] = {}
+
+    def _bytes(self, op: str, dims: Any, types: Any) -> int:
+        """Bytes an op reads and writes (-1: no tensor inputs recorded), cached by its raw shapes."""
+        if op in NO_TRAFFIC:
+            return 0
+        if isinstance(dims, msgspec.Raw) and isinstance(types, msgspec.Raw):
+            key = (op, bytes(dims), bytes(types))
+            hit = self._bytes_cache.get(key)
+            if hit is None:
+                if len(self._bytes_cache) > 100_000:
+                    self._bytes_cache.clear()
+                hit = self._bytes_cache[key] = op_bytes(op, dims, types)
+            return hit
+        return op_bytes(op, dims, types)
 
     def _classify(self, cat: Any, name: Any) -> tuple[Kind, int]:
         """Kind and interned label of an (X-phase) event; cached per distinct (cat, name)."""
@@ -65,6 +82,7 @@ class ChromeDecoder:
         w = t.warnings
         host, device = t.host.data.extend, t.device.data.extend
         classes, classify, thread_of = self._classes, self._classify, t.thread
+        bytes_of = self._bytes
         cats = t.categories
         n = 0
         n_dev = len(t.device)
@@ -121,7 +139,7 @@ class ChromeDecoder:
                 except TypeError:
                     w["events with unusable pid/tid"] += 1
                     continue
-                ext = corr = seq = fwd = -1
+                ext = corr = seq = fwd = nbytes = -1
                 value = 0
                 if args is not None:
                     ext = _int(args.external_id) or -1
@@ -137,13 +155,14 @@ class ChromeDecoder:
                         op = t.frames[label].name
                         if op in FLOP_RULES:
                             value = int(op_flops(op, args.input_dims, args.concrete))
+                        nbytes = bytes_of(op, args.input_dims, args.input_type)
                         kf = args.kernel_file
                         if type(kf) is str:
                             # a Triton launch from compiled code: context for its kernel, not an op
                             t.triton_files[op] = kf
                             kind = Kind.REGION
                             label = t.frame(Frame.region(op))
-                host((thread, start, dur, kind, label, ext, corr, seq, fwd, value))
+                host((thread, start, dur, kind, label, ext, corr, seq, fwd, value, nbytes))
             elif ph == "i" or ph == "I":
                 args = ev.args
                 if ev.name != "[memory]" or args is None:
@@ -163,7 +182,7 @@ class ChromeDecoder:
                 except TypeError:
                     w["events with unusable pid/tid"] += 1
                     continue
-                host((thread, start_, 0, Kind.MEMORY, -1, -1, -1, -1, -1, int(nbytes)))
+                host((thread, start_, 0, Kind.MEMORY, -1, -1, -1, -1, -1, int(nbytes), -1))
             elif ph is None:
                 w["events without ph"] += 1
         t.events_seen += n

@@ -25,6 +25,7 @@ class RawArgs(msgspec.Struct, frozen=True):
     # shapes are decoded only for ops with a FLOP rule: kept raw (a slice of the input) until then
     input_dims: Any = msgspec.field(name="Input Dims", default=None)
     concrete: Any = msgspec.field(name="Concrete Inputs", default=None)
+    input_type: Any = msgspec.field(name="Input type", default=None)
     nbytes: Any = msgspec.field(name="Bytes", default=None)
     kernel_file: Any = None
     collective: Any = msgspec.field(name="Collective name", default=None)
@@ -38,6 +39,7 @@ class FastArgs(RawArgs, frozen=True):
 
     input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=NO_RAW)
     concrete: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=NO_RAW)
+    input_type: msgspec.Raw = msgspec.field(name="Input type", default=NO_RAW)
 
 
 class RawEvent(msgspec.Struct, frozen=True):
