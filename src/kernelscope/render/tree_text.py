@@ -1,7 +1,9 @@
-"""The calling-context tree in the terminal: one line per node, guides for depth.
+"""The calling-context tree in the terminal: one line per shown node, guides for depth.
 
-Iterative, so a 5,000-deep stack renders like a 5-deep one; lines are built as rich ``Text``
-(no markup parsing), so names with brackets print as they are.
+Every line fits the console width: labels are shortened (``labels``) to what is left after the
+metric columns and the guides, and deep guides are summarised as ``…N``. Iterative, so a
+5,000-deep stack renders like a 5-deep one; lines are built as rich ``Text`` (no markup parsing),
+so names with brackets print as they are.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from rich.text import Text
 
 from ..analysis.metrics import MetricSpec
 from ..analysis.views import TreeView
-from ..model import FrameKind
-from .format import fmt_value
+from ..model import Frame, FrameKind
+from .format import fmt_value, header_name
+from .labels import MIN_WIDTH, cut_end, frame_label
 
 _STYLE = {
     FrameKind.PYTHON: "cyan",
@@ -27,29 +30,68 @@ _STYLE = {
     FrameKind.PART: "dim",
 }
 
-MAX_LABEL = 160
-MAX_GUIDES = 40  # deeper levels are summarised as "…N more…"
+COL_WIDTH = 9
+LABEL_FIRST = 28  # a label keeps this much room before notes may have it
 
 
-def _guides(depth: int, last: list[bool]) -> str:
-    """Tree guides for a node at ``depth``; ``last[d]`` says whether the ancestor at depth d+1 was a last child."""
+def _guides(depth: int, last: list[bool], max_levels: int) -> str:
+    """Tree guides for a node at ``depth``; ``last[d]``: was the ancestor at depth d+1 a last child.
+
+    Deeper than ``max_levels``, the outer levels are replaced by one ``… ``, so a label keeps its room.
+    """
     if depth == 0:
         return ""
     parts = ["  " if last[d] else "│ " for d in range(1, depth)]
-    if len(parts) > MAX_GUIDES:
-        parts = [f"…{len(parts) - MAX_GUIDES} more… ", *parts[-MAX_GUIDES:]]
+    if len(parts) > max_levels:
+        parts = ["… ", *parts[len(parts) - max_levels + 1 :]]
     return "".join(parts) + ("└ " if last[depth] else "├ ")
 
 
-def render_tree(console: Console, tv: TreeView, specs: Sequence[MetricSpec]) -> None:
+def _origin(f: Frame) -> str:
+    """What a collapsed frame was, in a word: its top package, op namespace or kind."""
+    if f.kind is FrameKind.PYTHON:
+        parts = f.file.split("/")
+        # a relative path names its package first; an absolute one is known by its file
+        head = parts[0] if len(parts) > 1 and parts[0] and parts[0] != "." else parts[-1]
+        return head.removesuffix(".py") or f.name
+    if f.kind is FrameKind.OP:
+        return f.name.split("::", 1)[0] if "::" in f.name else "ops"
+    return str(f.kind.value)
+
+
+def collapsed_note(frames: Sequence[Frame]) -> str:
+    """``[8 frames hidden: moca, transformers]``."""
+    origins = list(dict.fromkeys(_origin(f) for f in frames))
+    names = ", ".join(origins[:3]) + (", …" if len(origins) > 3 else "")
+    return f" [{len(frames)} hidden: {names}]" if len(frames) > 1 else f" [1 hidden: {names}]"
+
+
+def _widths(specs: Sequence[MetricSpec], scope: str) -> list[int]:
+    return [max(COL_WIDTH, len(header_name(s, scope))) for s in specs]
+
+
+def render_tree(
+    console: Console,
+    tv: TreeView,
+    specs: Sequence[MetricSpec],
+    totals: dict[str, float] | None = None,
+    full_names: bool = False,
+    hidden_unit: MetricSpec | None = None,
+) -> None:
+    """Print ``tv``. ``totals`` (default: the root's inclusive values) are what ``%`` divides by;
+    ``hidden_unit`` formats the time left out under a line (``+3 more: 0.21``)."""
     p = tv.profile
-    totals = {name: float(col[0]) for name, col in tv.inclusive.items()}
+    own = {"count": p.exclusive("count").tolist()}  # calls are the frame's own, never summed
+    totals = dict(totals) if totals is not None else {name: float(col[0]) for name, col in tv.inclusive.items()}
     cols = {name: col.tolist() for name, col in tv.inclusive.items()}
-    header = Text("  ".join(f"{s.name:>10}" for s in specs) + "  context", style="bold")
-    console.print(header, no_wrap=True, overflow="ellipsis")
+    widths = _widths(specs, "incl")
+    width = console.width
+    prefix = sum(w + 2 for w in widths)
+    room = max(width - prefix, MIN_WIDTH + 4)
+    max_levels = max(2, room // 4)  # guides take at most half the room
+    head = "  ".join(f"{header_name(s, 'incl'):>{w}}" for s, w in zip(specs, widths, strict=True)) + "  context"
     order, depths = tv.order, tv.depth
     n = len(order)
-    # is each visible node the last visible child of its parent? A later sibling clears the flag.
     is_last = [True] * n
     open_at: list[int] = []  # open_at[d]: index of the latest node at depth d under the current path
     for i in range(n):
@@ -59,26 +101,45 @@ def render_tree(console: Console, tv: TreeView, specs: Sequence[MetricSpec]) -> 
             del open_at[d:]
         open_at.append(i)
     last: list[bool] = [True]
-    lines: list[Text] = []
+    lines: list[Text] = [Text(cut_end(head, width), style="bold")]
     for i, node in enumerate(order):
         d = depths[i]
         del last[d:]
         last.append(is_last[i])
         frame = p.frame_of(node)
+        values = {name: col[node] for name, col in cols.items()}
+        # a frame that ran has calls: 0 means none were recorded for this kind of frame (blank)
+        values.update({name: col[node] or float("nan") for name, col in own.items() if name in values})
+        cells = "  ".join(f"{fmt_value(s, s(values, totals)):>{w}}" for s, w in zip(specs, widths, strict=True))
+        guides = _guides(d, last, max_levels)
+        more = tv.hidden.get(node)
+        note = ""
+        if node in tv.collapsed:
+            note += collapsed_note([p.frame_of(k) for k in tv.collapsed[node]])
+        if more and (more.value or hidden_unit is None):
+            amount = ""
+            if hidden_unit is not None:
+                amount = (
+                    f": {fmt_value(hidden_unit, hidden_unit({tv.sort_metric: more.value}, totals))} {hidden_unit.unit}"
+                )
+            note += f" (+{more.count} more{amount})"
+        label_room = max(width - prefix - len(guides), MIN_WIDTH)
         if node == 0:
             label, style = "total", "bold"
         else:
-            label = frame.label()
-            if len(label) > MAX_LABEL:
-                label = label[: MAX_LABEL - 1] + "…"
+            label = frame_label(frame, label_room, full_names)
+            if len(label) + len(note) > label_room and not full_names:  # the label first, notes in what is left
+                label = frame_label(frame, max(label_room - len(note), min(len(label), LABEL_FIRST)), full_names)
             style = _STYLE.get(frame.kind, "")
-        values = {name: col[node] for name, col in cols.items()}
-        line = Text("  ".join(f"{fmt_value(s, s(values, totals)):>10}" for s in specs) + "  ")
-        line.append(_guides(d, last), style="dim")
+        line = Text(cells + "  ")
+        line.append(guides, style="dim")
         line.append(label, style=style)
-        more = tv.hidden.get(node)
-        if more:
-            line.append(f" (+{more} hidden)", style="dim")
+        if note:
+            fits = note if full_names else cut_end(note, max(label_room - len(label), 0))
+            if len(fits) > 3:
+                line.append(fits, style="dim")
         lines.append(line)
     # one print for the whole tree: printing line by line costs ~0.2 ms a line
-    console.print(Text("\n").join(lines), no_wrap=True, overflow="ellipsis")
+    console.print(
+        Text("\n").join(lines), no_wrap=True, overflow="ignore" if full_names else "ellipsis", crop=not full_names
+    )

@@ -1,0 +1,118 @@
+"""What a view's header says about its profile: where it came from, when, on what, how long, and
+what ``time`` means in it. Pure; read from the metadata, the tree and the timeline."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..model import FrameKind, Profile
+
+
+@dataclass(frozen=True)
+class Summary:
+    source: str  # "program: train.py --steps 5" or "trace: rank0.json.gz"
+    date: str | None  # UTC, as precise as the source knows it
+    host: str | None
+    devices: tuple[str, ...]  # "NVIDIA H100 80GB HBM3", "cpu x86_64 (2 cores)"
+    rank: str | None  # "rank 0 of 8"
+    wall_ns: float | None  # first to last event of the timeline, when there is one
+    time_meaning: str  # what time_ns is in this profile
+    time_ns: float
+    user_ns: float  # time with a user line above it
+
+    @property
+    def user_share(self) -> float | None:
+        return self.user_ns / self.time_ns if self.time_ns else None
+
+
+def _date(md: dict[str, Any]) -> str | None:
+    start = md.get("start_time")
+    if isinstance(start, (int, float)) and start > 0:
+        return dt.datetime.fromtimestamp(float(start), dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    base = md.get("baseTimeNanoseconds")
+    if isinstance(base, (int, float)) and base > 0:  # Kineto's base is rounded: a day at best
+        return dt.datetime.fromtimestamp(float(base) / 1e9, dt.UTC).strftime("%Y-%m-%d")
+    return None
+
+
+def _devices(md: dict[str, Any]) -> tuple[str, ...]:
+    out: list[str] = []
+    for d in md.get("devices") or []:
+        if isinstance(d, dict):
+            name = str(d.get("name") or d.get("type") or "device")
+            if d.get("type") == "cpu":
+                cores = d.get("cores")
+                name = f"cpu {name}" + (f" ({cores} cores)" if cores else "")
+            out.append(name)
+    props = md.get("deviceProperties")
+    if isinstance(props, list):
+        names = [str(d.get("name")) for d in props if isinstance(d, dict) and d.get("name")]
+        out.extend(f"{n} ×{names.count(n)}" if names.count(n) > 1 else n for n in dict.fromkeys(names))
+    return tuple(out)
+
+
+def _source(md: dict[str, Any]) -> str:
+    cmd = md.get("command")
+    if isinstance(cmd, list) and cmd:
+        return "program: " + shlex.join(str(c) for c in cmd)
+    src = md.get("source")
+    if isinstance(src, dict) and src.get("path"):
+        return f"trace: {os.path.basename(str(src['path']))}"
+    ranks = md.get("ranks")
+    if isinstance(ranks, list) and ranks:
+        return f"{len(ranks)} ranks merged"
+    return "profile"
+
+
+def _wall(profile: Profile) -> float | None:
+    tl = profile.timeline
+    if tl is None or not len(tl):
+        return None
+    return float(np.max(tl.start_ns + tl.dur_ns) - np.min(tl.start_ns))
+
+
+def time_meaning(profile: Profile) -> str:
+    if profile.metadata.get("device_run") is False:
+        return "CPU op self time (no GPU in this run)"
+    has_kernels = any(f.kind is FrameKind.KERNEL and f.device != "cpu" for f in profile.frames)
+    if has_kernels:
+        return "GPU kernel time, summed over streams (not wall time)"
+    return "op self time"
+
+
+def user_time(profile: Profile) -> float:
+    """time_ns that has a Python (user) frame on its path."""
+    is_py = np.asarray([f.kind is FrameKind.PYTHON for f in profile.frames], dtype=bool)
+    if not len(profile):
+        return 0.0
+    under = is_py[profile.frame]
+    par = profile.parent.tolist()
+    for node in range(1, len(profile)):
+        if under[par[node]]:
+            under[node] = True
+    return float(profile.exclusive("time_ns")[under].sum())
+
+
+def summarize(profile: Profile) -> Summary:
+    md = profile.metadata
+    rank = None
+    if isinstance(md.get("world_size"), int) and md["world_size"] > 1:
+        rank = f"rank {md.get('rank', '?')} of {md['world_size']}"
+    host = md.get("host")
+    return Summary(
+        source=_source(md),
+        date=_date(md),
+        host=str(host) if host else None,
+        devices=_devices(md),
+        rank=rank,
+        wall_ns=_wall(profile),
+        time_meaning=time_meaning(profile),
+        time_ns=profile.total("time_ns"),
+        user_ns=user_time(profile),
+    )
