@@ -116,3 +116,29 @@ def summarize(profile: Profile) -> Summary:
         time_ns=profile.total("time_ns"),
         user_ns=user_time(profile),
     )
+
+
+def device_names(profile: Profile) -> dict[str, str]:
+    """A display name per timeline device: ``cuda:2`` → ``GPU 2 (AMD Instinct MI300X)``.
+
+    PyTorch calls every GPU ``cuda`` (ROCm too); the trace's device properties say what it was.
+    Devices the properties do not name keep their trace name.
+    """
+    tl = profile.timeline
+    if tl is None:
+        return {}
+    props = profile.metadata.get("deviceProperties")
+    by_id: dict[int, str] = {}
+    if isinstance(props, list):
+        for d in props:
+            if isinstance(d, dict) and isinstance(d.get("id"), int) and d.get("name"):
+                by_id[d["id"]] = str(d["name"])
+    out: dict[str, str] = {}
+    for dev in {t.device for t in tl.tracks}:
+        rank, _, local = dev.rpartition("/")
+        kind, _, index = local.partition(":")
+        if kind != "cuda" or not index.isdigit() or int(index) not in by_id:
+            continue  # unknown: keep the trace's own name
+        name = f"GPU {index} ({by_id[int(index)]})"
+        out[dev] = f"{rank} {name}" if rank else name
+    return out

@@ -215,7 +215,6 @@ class ViewCommand:
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         parser.epilog = EXAMPLES
-        parser.formatter_class = argparse.RawDescriptionHelpFormatter
         parser.add_argument("profile", metavar="PROFILE|TRACE", help="a .ksprof profile or a trace file")
         add_view_options(parser)
 

@@ -10,16 +10,17 @@ _UNIT_NS = (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1.0))
 
 
 def time_unit(total_ns: float) -> str:
-    """The unit a table of times up to ``total_ns`` reads best in: s, ms, us or ns."""
+    """The unit a table of times up to ``total_ns`` reads best in: s from 10 s, then ms, us, ns
+    (at most four digits before the point)."""
     for unit, scale in _UNIT_NS:
-        if abs(total_ns) >= scale:
+        if abs(total_ns) >= scale * (10 if unit == "s" else 1):
             return unit
     return "ns"
 
 
 def fmt_ns(ns: float) -> str:
     """A duration with a unit chosen for its magnitude: ``566.8 ms``, ``11.90 s``, ``3.2 µs``."""
-    unit = time_unit(ns)
+    unit = next((u for u, scale in _UNIT_NS if abs(ns) >= scale), "ns")
     v = ns / dict(_UNIT_NS)[unit]
     shown = unit.replace("us", "µs")
     return f"{v:,.1f} {shown}" if abs(v) >= 100 else f"{v:.3g} {shown}"

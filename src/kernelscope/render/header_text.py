@@ -10,19 +10,45 @@ from rich.text import Text
 from ..analysis.summary import Summary
 from .format import fmt_ns
 
+SEP = " · "
 
-def header_lines(s: Summary, notes: Sequence[str] = ()) -> list[str]:
-    first = [s.source]
-    first += [x for x in (s.date, s.host, s.rank) if x]
-    first += list(s.devices)
-    wall = f"wall {fmt_ns(s.wall_ns)}" if s.wall_ns else "wall time not recorded"
+
+def header_items(s: Summary) -> list[list[str]]:
+    """Lines of items: what the profile is; what ``time`` is in it."""
+    first = [s.source, *(x for x in (s.date, s.host, s.rank) if x), *s.devices]
     share = f"{100 * s.user_share:.0f}% under a user line" if s.user_share is not None else "no time recorded"
-    second = f"time = {s.time_meaning}: {fmt_ns(s.time_ns)} · {share} · {wall}"
-    return [" · ".join(first), second, *notes]
+    wall = f"wall {fmt_ns(s.wall_ns)}" if s.wall_ns else "wall time not recorded"
+    second = [f"time = {s.time_meaning}: {fmt_ns(s.time_ns)}", share, wall]
+    return [first, second]
+
+
+def pack(items: Sequence[str], width: int) -> list[str]:
+    """Items joined by `` · `` into lines of at most ``width``; an item is broken only when it
+    is longer than a line by itself."""
+    lines: list[str] = []
+    cur = ""
+    for item in items:
+        cand = f"{cur}{SEP}{item}" if cur else item
+        if len(cand) <= width or not cur:
+            cur = cand
+        else:
+            lines.append(cur)
+            cur = item
+    if cur:
+        lines.append(cur)
+    out: list[str] = []
+    for line in lines:
+        while len(line) > width > 0:
+            out.append(line[:width])
+            line = line[width:]
+        out.append(line)
+    return out
 
 
 def render_header(console: Console, s: Summary, notes: Sequence[str] = ()) -> None:
-    """Prose lines, wrapped at the console width (tables below never wrap)."""
-    for line in header_lines(s, notes):
-        console.print(Text(line, style="dim"), overflow="fold")
+    """The summary and ``notes`` (each a line of `` · ``-separated items), wrapped at the width."""
+    lines: list[str] = []
+    for items in [*header_items(s), *(n.split(SEP) for n in notes)]:
+        lines.extend(pack(items, console.width))
+    console.print(Text("\n".join(lines), style="dim"), no_wrap=True, crop=False)
     console.print()
