@@ -54,10 +54,9 @@ def summary_line(out: str, profile: Profile) -> str:
 
 EXAMPLES = """\
 examples:
-  kernelscope import trace.json.gz                     # writes trace.ksprof here
-  kernelscope import rank0.json.gz rank1.json.gz -o run.ksprof
-                                                       # run.rank0.ksprof, run.rank1.ksprof and merged run.ksprof
-  kernelscope view trace.json.gz                       # no import needed just to look
+  kernelscope import trace.json.gz                # writes trace.ksprof here
+  kernelscope import rank*.json.gz -o run.ksprof  # run.rank<R>.ksprof per rank and the merged run.ksprof
+  kernelscope view trace.json.gz                  # no import needed just to look
 
 Odd events the importer tolerates are counted and summarised on stderr as one warning line per trace.
 """

@@ -37,6 +37,8 @@ examples:
 
 columns: "incl" values cover a context and everything under it (tree); "self" values cover what has
 that context innermost (flat views); "calls" counts calls of the frame itself; blank = undefined.
+RE is searched in each context's full label: "train.py:42 forward", "blocks.0.attn (Attention)",
+"aten::mm", "[backward]", a kernel's whole name.
 """
 
 
