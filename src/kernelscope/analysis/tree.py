@@ -7,7 +7,7 @@ Pure: a Profile and options in, a TreeView out. The steps, in order:
    are exactly what is shown below them.
 2. Children below ``threshold_pct`` of the total, or matching ``--hide`` (rows only; their time stays
    in their parents), are left out; each line says how many it left out and how much time they hold.
-3. Chains of single-child Python frames and ops collapse into the line where the path branches,
+3. Chains of single-child Python frames, ops, scopes and regions collapse into the line where the path branches,
    naming what they hide (pyinstrument's ``[12 frames hidden]``); a frame whose left-out children
    hold more than the threshold is kept, so that time stays visible.
 4. ``depth`` counts shown levels, after collapsing.
@@ -25,7 +25,9 @@ from ..errors import UsageError
 from ..model import FrameKind, Profile
 from . import transforms
 
-_COLLAPSIBLE = frozenset({FrameKind.PYTHON, FrameKind.OP})
+# a chain may hide Python frames, ops, scopes and regions; modules (the model's structure) and the
+# backward marker stay, and kernels end chains anyway
+_COLLAPSIBLE = frozenset({FrameKind.PYTHON, FrameKind.OP, FrameKind.SCOPE, FrameKind.REGION})
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,7 @@ class TreeOptions:
     hide: str | None = None  # regex over frame labels: leave matching rows out, keep their time
     threshold_pct: float = 0.0  # leave out nodes below this share of the sort metric's total
     sort_metric: str = "time_ns"
-    collapse: bool = False  # collapse single-child chains of Python frames and ops
+    collapse: bool = False  # collapse single-child chains of Python frames, ops, scopes and regions
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,7 @@ class Grouped:
     metrics: tuple[str, ...]  # stored columns, summed
     rows: tuple[tuple[str | None, dict[str, float]], ...]  # sorted by the sort metric, descending
     total: dict[str, float]
+    left_out: int = 0  # rows a threshold left out (their values are still in ``total``)
 
     def __repr__(self) -> str:
         head = f"Grouped(by={self.by!r}, {len(self.rows)} rows, metrics={list(self.metrics)})"

@@ -17,7 +17,7 @@ from ..render.format import time_unit
 from ..render.header_text import render_header
 from ..render.json_view import dump, grouped_json, tree_json
 from ..render.table_text import render_grouped
-from ..render.tree_text import render_tree
+from ..render.tree_text import levels_that_fit, render_tree
 from .validate import fraction_pct, non_negative_int
 
 DEFAULT_METRICS = ["time/%", "count"]  # after a time column in the unit that suits the profile
@@ -58,7 +58,8 @@ def add_view_options(p: argparse.ArgumentParser) -> None:
         "--threshold",
         type=fraction_pct,
         metavar="PCT",
-        help=f"leave out rows under PCT%% of the total (default: {TREE_THRESHOLD:g} for the tree, 0 for flat views)",
+        help=f"leave out rows under PCT%% of the total (default: {TREE_THRESHOLD:g} for the tree; for flat views "
+        "rows without time)",
     )
     p.add_argument(
         "--limit",
@@ -100,14 +101,15 @@ def _plan(profile: Profile, args: argparse.Namespace) -> _Plan:
     return _Plan(specs, columns, json_metrics)
 
 
-def _fit_tree(profile: Profile, args: argparse.Namespace, columns: list[str]) -> tuple[TreeView, float]:
-    """The tree at the asked threshold, raised step by step until it fits ``--limit`` lines."""
+def _fit_tree(profile: Profile, args: argparse.Namespace, columns: list[str], levels: int) -> tuple[TreeView, float]:
+    """The tree at the asked threshold, raised step by step until it fits ``--limit`` lines, and at most
+    ``levels`` deep unless ``--depth`` says otherwise."""
     threshold = TREE_THRESHOLD if args.threshold is None else args.threshold
     limit = TREE_LINES if args.limit is None else args.limit
     tries = [threshold, *(t for t in _RAISE_TO if t > threshold)] if limit else [threshold]
     for t in tries:
         opts = TreeOptions(
-            depth=args.depth,
+            depth=args.depth if args.depth is not None or args.full_names else levels,
             include=args.include,
             exclude=args.exclude,
             hide=args.hide,
@@ -130,12 +132,12 @@ def _tree_notes(args: argparse.Namespace, threshold: float, asked: float) -> lis
     if not args.no_collapse:
         left.append("single-child chains as [N hidden: …]")
     if left:
-        notes.append("left out: " + "; ".join(left))
+        notes.append("left out: " + " · ".join(left))
     return notes
 
 
 def _flat_notes(by: str) -> list[str]:
-    return [f"self = what has this {by} as its innermost {by}; calls = the {by}'s own calls"]
+    return [f"self = what has this {by} as its innermost {by} · calls = the {by}'s own calls (blank: not recorded)"]
 
 
 def _filter_note(profile: Profile, shown: Profile, args: argparse.Namespace) -> list[str]:
@@ -183,7 +185,7 @@ def show(profile: Profile, args: argparse.Namespace) -> None:
             tv = tree_view(base, opts, metrics=plan.columns)
             dump(tree_json(tv, plan.json_metrics), depth_hint=max(tv.depth, default=0))
             return
-        tv, used = _fit_tree(base, args, plan.columns)
+        tv, used = _fit_tree(base, args, plan.columns, levels_that_fit(console.width, plan.specs))
         asked = TREE_THRESHOLD if args.threshold is None else args.threshold
         totals = {name: float(col[0]) for name, col in tv.inclusive.items()}
         totals["wall_ns"] = summary.wall_ns or 0.0
@@ -194,7 +196,9 @@ def show(profile: Profile, args: argparse.Namespace) -> None:
         return
     shown = filtered(base, args.include, args.exclude)
     g = group(shown, by, plan.columns, sort_metric=args.sort)
-    if args.threshold:
+    if args.threshold is None and not args.json:
+        g = _over_threshold(g, args.sort, 0.0)  # by default text leaves out rows with no time at all
+    elif args.threshold:
         g = _over_threshold(g, args.sort, args.threshold)
     if args.json:
         dump(grouped_json(g))
@@ -206,9 +210,10 @@ def show(profile: Profile, args: argparse.Namespace) -> None:
 
 
 def _over_threshold(g: Grouped, metric: str, pct: float) -> Grouped:
+    """Rows at or over ``pct``% of the total of ``metric``; at 0%, rows where it is not zero."""
     total = abs(g.total.get(metric, 0.0))
-    rows = tuple(r for r in g.rows if abs(r[1].get(metric, 0.0)) >= total * pct / 100.0)
-    return Grouped(g.by, g.metrics, rows, g.total)
+    keep = [r for r in g.rows if abs(r[1].get(metric, 0.0)) >= total * pct / 100.0 and (pct or r[1].get(metric))]
+    return Grouped(g.by, g.metrics, tuple(keep), g.total, left_out=len(g.rows) - len(keep))
 
 
 class ViewCommand:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -38,10 +39,7 @@ def pack(items: Sequence[str], width: int) -> list[str]:
         lines.append(cur)
     out: list[str] = []
     for line in lines:
-        while len(line) > width > 0:
-            out.append(line[:width])
-            line = line[width:]
-        out.append(line)
+        out.extend(textwrap.wrap(line, width, break_on_hyphens=False) if len(line) > width > 0 else [line])
     return out
 
 

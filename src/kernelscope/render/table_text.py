@@ -40,8 +40,10 @@ def _labels(g: Grouped, keys: Sequence[str | None], room: int, full_names: bool)
     return out
 
 
-def _no_calls(values: dict[str, float]) -> dict[str, float]:
-    return {**values, "count": math.nan} if "count" in values else values
+def _no_calls(values: dict[str, float], key: str | None = None) -> dict[str, float]:
+    if "count" in values and (key is None or not values["count"]):
+        return {**values, "count": math.nan}
+    return values
 
 
 def render_grouped(
@@ -57,10 +59,8 @@ def render_grouped(
     totals = dict(totals) if totals is not None else dict(g.total)
     rows = g.rows if limit is None else g.rows[:limit]
     # calls of "no such context" mean nothing: blank
-    cells = [
-        [fmt_value(s, s(_no_calls(values) if key is None else values, totals)) for s in specs] for key, values in rows
-    ]
-    total_cells = [fmt_value(s, s(g.total, totals)) for s in specs]
+    cells = [[fmt_value(s, s(_no_calls(values, key), totals)) for s in specs] for key, values in rows]
+    total_cells = [fmt_value(s, s(_no_calls(g.total, "total"), totals)) for s in specs]
     heads = [header_name(s, "self") for s in specs]
     widths = [
         max([len(h), len(t), *(len(r[i]) for r in cells)])
@@ -76,10 +76,11 @@ def render_grouped(
     labels = _labels(g, [key for key, _ in rows], room, full_names)
     for label, row in zip(labels, cells, strict=True):
         out.append(Text(line(row, label)))
-    if limit is not None and len(g.rows) > limit:
-        out.append(
-            Text(line(["" for _ in specs], f"… {len(g.rows) - limit} more rows (--limit 0 shows all)"), style="dim")
-        )
+    more = [] if limit is None or len(g.rows) <= limit else [f"{len(g.rows) - limit} more rows (--limit 0 shows all)"]
+    if g.left_out:
+        more.append(f"{g.left_out} under the threshold (--threshold 0 shows all)")
+    if more:
+        out.append(Text(line(["" for _ in specs], "… " + "; ".join(more)), style="dim"))
     out.append(Text(line(total_cells, "total"), style="bold"))
     console.print(
         Text("\n").join(out), no_wrap=True, overflow="ignore" if full_names else "ellipsis", crop=not full_names

@@ -32,6 +32,7 @@ _STYLE = {
 
 COL_WIDTH = 9
 LABEL_FIRST = 28  # a label keeps this much room before notes may have it
+LEVELS_LABEL = 22  # the room a label keeps at the deepest level shown by default
 
 
 def _guides(depth: int, last: list[bool], max_levels: int) -> str:
@@ -56,6 +57,10 @@ def _origin(f: Frame) -> str:
         return head.removesuffix(".py") or f.name
     if f.kind is FrameKind.OP:
         return f.name.split("::", 1)[0] if "::" in f.name else "ops"
+    if f.kind is FrameKind.MODULE:
+        return f.cls or f.name
+    if f.kind in (FrameKind.SCOPE, FrameKind.REGION):
+        return f.label()
     return str(f.kind.value)
 
 
@@ -66,8 +71,30 @@ def collapsed_note(frames: Sequence[Frame]) -> str:
     return f" [{len(frames)} hidden: {names}]" if len(frames) > 1 else f" [1 hidden: {names}]"
 
 
+def _fit_label(frame: Frame, notes: list[tuple[str, str]], room: int, full_names: bool) -> tuple[str, str]:
+    """The label and the notes that fit ``room``: the whole label first, then the notes in their full
+    form, then compact; a label that cannot be whole keeps ``LABEL_FIRST`` characters before notes."""
+    full = "".join(f for f, _ in notes)
+    label = frame_label(frame, room, full_names)
+    if full_names or len(label) + len(full) <= room:
+        return label, full
+    compact = "".join(c for _, c in notes)
+    for note in ("".join(c if i == 0 else f for i, (f, c) in enumerate(notes)), compact):
+        if len(label) + len(note) <= room:
+            return label, note
+    label = frame_label(frame, max(room - len(compact), min(len(label), LABEL_FIRST)), full_names)
+    left = room - len(label)
+    return label, compact if len(compact) <= left else ""
+
+
 def _widths(specs: Sequence[MetricSpec], scope: str) -> list[int]:
     return [max(COL_WIDTH, len(header_name(s, scope))) for s in specs]
+
+
+def levels_that_fit(width: int, specs: Sequence[MetricSpec]) -> int:
+    """How many tree levels fit ``width`` with the columns of ``specs`` and ``LABEL_FIRST`` for labels."""
+    room = width - sum(w + 2 for w in _widths(specs, "incl"))
+    return max(2, (room - LEVELS_LABEL) // 2)
 
 
 def render_tree(
@@ -113,31 +140,30 @@ def render_tree(
         cells = "  ".join(f"{fmt_value(s, s(values, totals)):>{w}}" for s, w in zip(specs, widths, strict=True))
         guides = _guides(d, last, max_levels)
         more = tv.hidden.get(node)
-        note = ""
+        # notes in their full and compact forms: "[3 hidden: moca, torch]" / "[3 hidden]",
+        # "(+4 more: 0.42 ms)" / "(+4)"
+        notes: list[tuple[str, str]] = []
         if node in tv.collapsed:
-            note += collapsed_note([p.frame_of(k) for k in tv.collapsed[node]])
+            hid = [p.frame_of(k) for k in tv.collapsed[node]]
+            notes.append((collapsed_note(hid), f" [{len(hid)} hidden]"))
         if more and (more.value or hidden_unit is None):
             amount = ""
             if hidden_unit is not None:
                 amount = (
                     f": {fmt_value(hidden_unit, hidden_unit({tv.sort_metric: more.value}, totals))} {hidden_unit.unit}"
                 )
-            note += f" (+{more.count} more{amount})"
+            notes.append((f" (+{more.count} more{amount})", f" (+{more.count})"))
         label_room = max(width - prefix - len(guides), MIN_WIDTH)
         if node == 0:
-            label, style = "total", "bold"
+            label, style, note = "total", "bold", ""
         else:
-            label = frame_label(frame, label_room, full_names)
-            if len(label) + len(note) > label_room and not full_names:  # the label first, notes in what is left
-                label = frame_label(frame, max(label_room - len(note), min(len(label), LABEL_FIRST)), full_names)
+            label, note = _fit_label(frame, notes, label_room, full_names)
             style = _STYLE.get(frame.kind, "")
         line = Text(cells + "  ")
         line.append(guides, style="dim")
         line.append(label, style=style)
         if note:
-            fits = note if full_names else cut_end(note, max(label_room - len(label), 0))
-            if len(fits) > 3:
-                line.append(fits, style="dim")
+            line.append(note, style="dim")
         lines.append(line)
     # one print for the whole tree: printing line by line costs ~0.2 ms a line
     console.print(
