@@ -66,6 +66,16 @@ class TreeView:
     collapsed: dict[int, tuple[int, ...]] = field(default_factory=dict)
     sort_metric: str = "time_ns"
 
+    def __repr__(self) -> str:
+        """A few lines a REPL can show (``kernelscope view`` prints the real thing)."""
+        col = self.inclusive.get(self.sort_metric)
+        head = f"TreeView({len(self.order)} of {len(self.profile)} nodes shown, sorted by {self.sort_metric})"
+        rows = []
+        for node, d in list(zip(self.order, self.depth, strict=True))[:12]:
+            value = f"{float(col[node]):>14,.0f}  " if col is not None else ""
+            rows.append(f"\n  {value}{'  ' * d}{self.profile.frame_of(node).label()}")
+        return head + "".join(rows) + ("\n  …" if len(self.order) > 12 else "")
+
 
 def compile_regex(pattern: str | None, what: str) -> re.Pattern[str] | None:
     if not pattern:

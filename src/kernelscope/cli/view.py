@@ -191,8 +191,7 @@ def show(profile: Profile, args: argparse.Namespace) -> None:
         totals["wall_ns"] = summary.wall_ns or 0.0
         notes = _filter_note(base, tv.profile, args) + _tree_notes(args, used, asked)
         render_header(console, summary, notes)
-        time_spec = next((s for s in plan.specs if s.name.startswith("time/") and s.unit != "%"), None)
-        render_tree(console, tv, plan.specs, totals, full_names=args.full_names, hidden_unit=time_spec)
+        render_tree(console, tv, plan.specs, totals, full_names=args.full_names)
         return
     shown = filtered(base, args.include, args.exclude)
     g = group(shown, by, plan.columns, sort_metric=args.sort)

@@ -31,7 +31,7 @@ def cut_middle(text: str, width: int) -> str:
 
 
 def shorten_path(path: str, width: int) -> str:
-    """``a/b/c/file.py`` → ``a/…/file.py`` → ``…/file.py`` → ``…e.py``: the file name goes last."""
+    """``a/b/c/file.py`` → ``a/…/file.py`` → ``…/file.py`` → ``file.py`` → ``…e.py``: the file name goes last."""
     if len(path) <= width:
         return path
     parts = path.split("/")
@@ -48,6 +48,8 @@ def shorten_path(path: str, width: int) -> str:
         cand = f"{ELLIPSIS}/{parts[-1]}"
         if len(cand) <= width:
             return cand
+        if len(parts[-1]) <= width:
+            return parts[-1]
     return ELLIPSIS + path[-(width - 1) :] if width > 1 else ELLIPSIS
 
 
@@ -63,7 +65,7 @@ def located(file: str, line: int, rest: str, width: int) -> str:
         return shorten_path(file, room) + loc + rest
     head = shorten_path(file, max(1, min(len(base), 16, width - len(loc)))) + loc
     left = width - len(head)
-    return head + cut_end(rest, left) if left >= 2 else head
+    return head + cut_end(rest, left) if left >= 5 else head
 
 
 _ANON = "(anonymous namespace)::"

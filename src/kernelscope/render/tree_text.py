@@ -16,7 +16,7 @@ from rich.text import Text
 from ..analysis.metrics import MetricSpec
 from ..analysis.views import TreeView
 from ..model import Frame, FrameKind
-from .format import fmt_value, header_name
+from .format import fmt_ns, fmt_si, fmt_value, header_name
 from .labels import MIN_WIDTH, cut_end, frame_label
 
 _STYLE = {
@@ -30,7 +30,7 @@ _STYLE = {
     FrameKind.PART: "dim",
 }
 
-COL_WIDTH = 9
+COL_WIDTH = 8  # what a metric column is expected to take, before its values are known
 LABEL_FIRST = 28  # a label keeps this much room before notes may have it
 LEVELS_LABEL = 22  # the room a label keeps at the deepest level shown by default
 
@@ -103,20 +103,26 @@ def render_tree(
     specs: Sequence[MetricSpec],
     totals: dict[str, float] | None = None,
     full_names: bool = False,
-    hidden_unit: MetricSpec | None = None,
 ) -> None:
-    """Print ``tv``. ``totals`` (default: the root's inclusive values) are what ``%`` divides by;
-    ``hidden_unit`` formats the time left out under a line (``+3 more: 0.21``)."""
+    """Print ``tv``. ``totals`` (default: the root's inclusive values) are what ``%`` divides by.
+    A line that leaves rows out says how many and what they hold: ``(+3 more: 210 µs)``."""
     p = tv.profile
     own = {"count": p.exclusive("count").tolist()}  # calls are the frame's own, never summed
     totals = dict(totals) if totals is not None else {name: float(col[0]) for name, col in tv.inclusive.items()}
     cols = {name: col.tolist() for name, col in tv.inclusive.items()}
-    widths = _widths(specs, "incl")
+    cell_text = []
+    for node in tv.order:
+        values = {name: col[node] for name, col in cols.items()}
+        # a frame that ran has calls: 0 means none were recorded for this kind of frame (blank)
+        values.update({name: col[node] or float("nan") for name, col in own.items() if name in values})
+        cell_text.append([fmt_value(s, s(values, totals)) for s in specs])
+    heads = [header_name(s, "incl") for s in specs]
+    widths = [max([len(h), *(len(c[i]) for c in cell_text)]) for i, h in enumerate(heads)]
     width = console.width
     prefix = sum(w + 2 for w in widths)
     room = max(width - prefix, MIN_WIDTH + 4)
     max_levels = max(2, room // 4)  # guides take at most half the room
-    head = "  ".join(f"{header_name(s, 'incl'):>{w}}" for s, w in zip(specs, widths, strict=True)) + "  context"
+    head = "  ".join(f"{h:>{w}}" for h, w in zip(heads, widths, strict=True)) + "  context"
     order, depths = tv.order, tv.depth
     n = len(order)
     is_last = [True] * n
@@ -134,10 +140,7 @@ def render_tree(
         del last[d:]
         last.append(is_last[i])
         frame = p.frame_of(node)
-        values = {name: col[node] for name, col in cols.items()}
-        # a frame that ran has calls: 0 means none were recorded for this kind of frame (blank)
-        values.update({name: col[node] or float("nan") for name, col in own.items() if name in values})
-        cells = "  ".join(f"{fmt_value(s, s(values, totals)):>{w}}" for s, w in zip(specs, widths, strict=True))
+        cells = "  ".join(f"{c:>{w}}" for c, w in zip(cell_text[i], widths, strict=True))
         guides = _guides(d, last, max_levels)
         more = tv.hidden.get(node)
         # notes in their full and compact forms: "[3 hidden: moca, torch]" / "[3 hidden]",
@@ -146,13 +149,12 @@ def render_tree(
         if node in tv.collapsed:
             hid = [p.frame_of(k) for k in tv.collapsed[node]]
             notes.append((collapsed_note(hid), f" [{len(hid)} hidden]"))
-        if more and (more.value or hidden_unit is None):
-            amount = ""
-            if hidden_unit is not None:
-                amount = (
-                    f": {fmt_value(hidden_unit, hidden_unit({tv.sort_metric: more.value}, totals))} {hidden_unit.unit}"
-                )
-            notes.append((f" (+{more.count} more{amount})", f" (+{more.count})"))
+        if more and more.value:  # rows holding none of the sort metric are left out silently
+            if tv.sort_metric.endswith("time_ns"):
+                amount = fmt_ns(more.value)
+            else:
+                amount = f"{fmt_si(more.value)} {tv.sort_metric}"
+            notes.append((f" (+{more.count} more: {amount})", f" (+{more.count})"))
         label_room = max(width - prefix - len(guides), MIN_WIDTH)
         if node == 0:
             label, style, note = "total", "bold", ""
