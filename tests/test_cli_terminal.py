@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import re
 from pathlib import Path
 
@@ -108,7 +109,11 @@ def _good_bytes() -> bytes:
     return _GOOD.getvalue()
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=int(os.environ.get("KS_CORRUPT_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(
     data=st.data(),
     how=st.sampled_from(["flip", "truncate"]),
@@ -148,7 +153,6 @@ def test_docs_page_shows_the_current_help(
     verb: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """docs/VERB.md carries ``kernelscope VERB --help`` at 100 columns (KERNELSCOPE_UPDATE_DOCS=1 rewrites it)."""
-    import os
 
     monkeypatch.setenv("COLUMNS", "100")
     page_path = REPO / "docs" / f"{verb}.md"

@@ -96,7 +96,15 @@ def load(path: str | os.PathLike[str]) -> Profile:
         raise
     except (zipfile.BadZipFile, KeyError, ValueError, TypeError, EOFError, OSError, json.JSONDecodeError) as exc:
         raise BadInputError(f"{name}: corrupt kernelscope profile ({exc.__class__.__name__}: {exc})") from None
-    except (zlib.error, IndexError, AttributeError, RecursionError, MemoryError, OverflowError) as exc:
+    except (
+        zlib.error,
+        NotImplementedError,
+        IndexError,
+        AttributeError,
+        RecursionError,
+        MemoryError,
+        OverflowError,
+    ) as exc:
         # flipped bytes inside deflated data, or JSON of the wrong shape
         raise BadInputError(f"{name}: corrupt kernelscope profile ({exc.__class__.__name__}: {exc})") from None
 
