@@ -40,6 +40,10 @@ def _labels(g: Grouped, keys: Sequence[str | None], room: int, full_names: bool)
     return out
 
 
+def _rows(n: int) -> str:
+    return f"{n:,} row" if n == 1 else f"{n:,} rows"
+
+
 def _no_calls(values: dict[str, float], key: str | None = None) -> dict[str, float]:
     if "count" in values and (key is None or not values["count"]):
         return {**values, "count": math.nan}
@@ -76,12 +80,14 @@ def render_grouped(
     labels = _labels(g, [key for key, _ in rows], room, full_names)
     for label, row in zip(labels, cells, strict=True):
         out.append(Text(line(row, label)))
-    more = [] if limit is None or len(g.rows) <= limit else [f"{len(g.rows) - limit} more rows (--limit 0 shows all)"]
+    more = (
+        [] if limit is None or len(g.rows) <= limit else [f"{_rows(len(g.rows) - limit)} more (--limit 0 shows them)"]
+    )
     if g.left_out:
-        more.append(f"{g.left_out} under the threshold (--threshold 0 shows all)")
-    if more:
-        out.append(Text(line(["" for _ in specs], "… " + "; ".join(more)), style="dim"))
+        more.append(f"{_rows(g.left_out)} under the threshold (--threshold 0 shows them)")
     out.append(Text(line(total_cells, "total"), style="bold"))
     console.print(
         Text("\n").join(out), no_wrap=True, overflow="ignore" if full_names else "ellipsis", crop=not full_names
     )
+    if more:  # prose under the table: wrapped, never cut
+        console.print(Text("… " + "; ".join(more) + "; all are in the total", style="dim"))

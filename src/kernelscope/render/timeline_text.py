@@ -167,15 +167,18 @@ def render_launch(console: Console, report: TimelineReport, names: Mapping[str, 
         for d in report.launch.devices
     ]
     cols = [
-        Column("device", left=True),
+        Column("device", left=True, shrink=cut_middle),
         Column("launched/kernels"),
-        Column(f"delay median {u}"),
-        Column(f"p90 {u}"),
-        Column(f"max {u}"),
+        Column("median"),
+        Column("p90"),
+        Column("max"),
         Column("shorter than launch"),
     ]
-    note = "delay: from the launch call's start to the kernel's start"
-    print_grid(console, "Kernel launches", cols, rows, note)
+    note = (
+        "delay: from the launch call's start to the kernel's start; shorter than launch: kernels that ran for "
+        "less time than their launch call took (count, their time)"
+    )
+    print_grid(console, f"Kernel launches, delay in {u}", cols, rows, note)
 
 
 def render_syncs(console: Console, report: TimelineReport, limit: int = 10) -> None:
