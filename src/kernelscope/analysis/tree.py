@@ -8,8 +8,9 @@ Pure: a Profile and options in, a TreeView out. The steps, in order:
 2. Children below ``threshold_pct`` of the total, or matching ``--hide`` (rows only; their time stays
    in their parents), are left out; each line says how many it left out and how much time they hold.
 3. Chains of single-child Python frames, ops, scopes and regions collapse into the line where the path branches,
-   naming what they hide (pyinstrument's ``[12 frames hidden]``); a frame whose left-out children
-   hold more than the threshold is kept, so that time stays visible.
+   naming what they hide (pyinstrument's ``[12 frames hidden]``). The innermost Python frame of a chain
+   stays (it is the user line of what it calls), and so does a frame whose left-out children hold
+   more than the threshold, so that time stays visible.
 4. ``depth`` counts shown levels, after collapsing.
 """
 
@@ -145,6 +146,8 @@ def tree_view(profile: Profile, options: TreeOptions | None = None, metrics: Seq
             left_out = hidden.get(node)
             if len(below) != 1 or (left_out is not None and abs(left_out.value) >= max(threshold, 1e-12)):
                 break
+            if kinds[fr[node]] is FrameKind.PYTHON and kinds[fr[below[0]]] is not FrameKind.PYTHON:
+                break  # the innermost Python frame of a chain is the user line of what it calls: keep it
             skipped.append(node)
             node = below[0]
         return node, tuple(skipped)
