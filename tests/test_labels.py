@@ -74,3 +74,11 @@ def test_keys_fit_their_width() -> None:
     assert key_label("function", "transformers/models/owlv2/modeling_owlv2.py:forward", 30).endswith(":forward")
     assert len(key_label("kernel", "x" * 10_000, 40)) == 40
     assert cut_middle("abcdefghij", 5) == "ab…ij"
+
+
+def test_plain_c_signatures_lose_their_arguments_prose_does_not() -> None:
+    assert short_kernel_name("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)") == "ncclDevKernel_Generic"
+    assert short_kernel_name("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)") == (
+        "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t"
+    )
+    assert short_kernel_name("Memcpy DtoD (Device -> Device)") == "Memcpy DtoD (Device -> Device)"

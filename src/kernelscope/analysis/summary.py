@@ -102,8 +102,13 @@ def user_time(profile: Profile) -> float:
 def summarize(profile: Profile) -> Summary:
     md = profile.metadata
     rank = None
-    if isinstance(md.get("world_size"), int) and md["world_size"] > 1:
-        rank = f"rank {md.get('rank', '?')} of {md['world_size']}"
+    world = md.get("world_size")
+    ranks = md.get("ranks")
+    if isinstance(ranks, list) and ranks:
+        numbers = [str(r.get("rank", "?")) for r in ranks if isinstance(r, dict)]
+        rank = f"ranks {', '.join(numbers)}" + (f" of {world}" if world else "")
+    elif isinstance(world, int) and world > 1:
+        rank = f"rank {md.get('rank', '?')} of {world}"
     host = md.get("host")
     return Summary(
         source=_source(md),

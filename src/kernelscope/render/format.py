@@ -23,7 +23,7 @@ def fmt_ns(ns: float) -> str:
     unit = next((u for u, scale in _UNIT_NS if abs(ns) >= scale), "ns")
     v = ns / dict(_UNIT_NS)[unit]
     shown = unit.replace("us", "µs")
-    return f"{v:,.1f} {shown}" if abs(v) >= 100 else f"{v:.3g} {shown}"
+    return f"{v:,.1f} {shown}" if abs(v) >= 10 else f"{v:.2f} {shown}"
 
 
 def header_name(spec: MetricSpec, scope: str) -> str:

@@ -106,6 +106,7 @@ def _drop_arguments(s: str) -> str:
     return s
 
 
+_SIGNATURE = re.compile(r"^\w+(?:<[^()]*>)?\(.*\)$")  # name(args) with no space before "(": C++, not prose
 _LAMBDA = re.compile(r"(?:::)?\{lambda\([^{}]*\)#\d+\}|::operator\(\)\(\) const")
 _PARAMS = re.compile(r"\((?:[\w:&*<>,\s]|\(\))*\)")
 _QUALIFIER = re.compile(r"\b(?:[A-Za-z_]\w*::)+(?=[A-Za-z_~])")
@@ -140,7 +141,7 @@ def short_kernel_name(name: str) -> str:
     argument list, no lambdas or namespaces inside the template arguments, nested template
     arguments as ``…``. Other names are left as they are."""
     s = name.strip()
-    if "::" not in s and not s.startswith("void "):
+    if "::" not in s and not s.startswith("void ") and not _SIGNATURE.match(s):
         return s
     if s.startswith("void "):
         s = s[5:]
