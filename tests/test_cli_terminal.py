@@ -165,3 +165,24 @@ def test_docs_page_shows_the_current_help(
         page_path.write_text(expected)
         page = expected
     assert page == expected, f"docs/{verb}.md is out of date with --help; rerun with KERNELSCOPE_UPDATE_DOCS=1"
+
+
+def test_per_second_metrics_are_per_wall_second_and_blank_without_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # given a scope that processed 4,096 tokens in a run of 2 s wall time (op time 1 ms)
+    paths = [
+        ([Frame.scope("step"), Frame.op("aten::mm")], {"time_ns": 1e6, "count": 1}),
+        ([Frame.scope("step")], {"tokens": 4096}),
+    ]
+    timed, untimed = tmp_path / "timed.ksprof", tmp_path / "untimed.ksprof"
+    save(build(paths, {"wall_ns": 2e9}), timed)
+    save(build(paths), untimed)
+    # then tokens/s is 2,048 (not 4,096,000 per op second), and blank with no wall time
+    assert main(["view", str(timed), "--by", "op", "-m", "tokens,tokens/s"]) == 0
+    total = [line for line in capsys.readouterr().out.splitlines() if line.rstrip().endswith("total")]
+    assert total and "2,048" in total[0]
+    assert main(["view", str(untimed), "-m", "tokens/s,count", "--threshold", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "wall time not recorded" in out
+    assert re.search(r"^\s+total$", out, re.MULTILINE)  # tokens/s blank, not 0 and not per op second

@@ -71,6 +71,10 @@ def _source(md: dict[str, Any]) -> str:
 
 
 def _wall(profile: Profile) -> float | None:
+    """Wall time: ``metadata["wall_ns"]`` when the collector recorded it, else the timeline's span."""
+    recorded = profile.metadata.get("wall_ns")
+    if isinstance(recorded, (int, float)) and recorded > 0:
+        return float(recorded)
     tl = profile.timeline
     if tl is None or not len(tl):
         return None
