@@ -20,6 +20,8 @@ def time_unit(total_ns: float) -> str:
 
 def fmt_ns(ns: float) -> str:
     """A duration with a unit chosen for its magnitude: ``566.8 ms``, ``11.90 s``, ``3.2 µs``."""
+    if not ns:
+        return "0"
     unit = next((u for u, scale in _UNIT_NS if abs(ns) >= scale), "ns")
     v = ns / dict(_UNIT_NS)[unit]
     shown = unit.replace("us", "µs")
@@ -39,7 +41,7 @@ def header_name(spec: MetricSpec, scope: str) -> str:
         return name
     for stem, label in (("time/", ""), ("cpu_time/", "cpu ")):
         if name.startswith(stem):
-            name = label + name[len(stem) :]
+            name = label + name[len(stem) :].replace("us", "µs")
     return f"{name} {scope}"
 
 
