@@ -186,3 +186,15 @@ def test_per_second_metrics_are_per_wall_second_and_blank_without_one(
     out = capsys.readouterr().out
     assert "wall time not recorded" in out
     assert re.search(r"^\s+total$", out, re.MULTILINE)  # tokens/s blank, not 0 and not per op second
+
+
+def test_readme_include_example_shows_what_is_inside_attention(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "120")
+    live = Path(__file__).parent / "data" / "tiny_transformer_cpu.ksprof"
+    assert main(["view", str(live), "--include", "attn", "--depth", "8", "--threshold", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "filtered: time inside /attn/" in out
+    assert re.search(r"blocks\.\d\.attn\.qkv \(Linear\)", out)  # a submodule of attention
+    assert re.search(r"\baten::\w+", out)  # and the ops doing its work
