@@ -40,8 +40,8 @@ def _labels(g: Grouped, keys: Sequence[str | None], room: int, full_names: bool)
     return out
 
 
-def _rows(n: int) -> str:
-    return f"{n:,} row" if n == 1 else f"{n:,} rows"
+def _rows(n: int, more: str = "") -> str:
+    return f"{n:,} {more}row" if n == 1 else f"{n:,} {more}rows"
 
 
 def _no_calls(values: dict[str, float], key: str | None = None) -> dict[str, float]:
@@ -80,9 +80,9 @@ def render_grouped(
     labels = _labels(g, [key for key, _ in rows], room, full_names)
     for label, row in zip(labels, cells, strict=True):
         out.append(Text(line(row, label)))
-    more = (
-        [] if limit is None or len(g.rows) <= limit else [f"{_rows(len(g.rows) - limit)} more (--limit 0 shows them)"]
-    )
+    more = []
+    if limit is not None and len(g.rows) > limit:
+        more.append(f"{_rows(len(g.rows) - limit, 'more ')} (--limit 0 shows them)")
     if g.left_out:
         more.append(f"{_rows(g.left_out)} under the threshold (--threshold 0 shows them)")
     out.append(Text(line(total_cells, "total"), style="bold"))
