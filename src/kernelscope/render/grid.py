@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.text import Text
 
-from .labels import cut_end
+from .labels import cut_end, prose
 
 Shrink = Callable[[str, int], str]
 MIN_TEXT = 8
@@ -59,10 +59,10 @@ def print_grid(
 ) -> None:
     lines = grid(columns, rows, console.width)
     if title:  # prose: wrapped at the width
-        console.print(Text(title, style="bold"))
+        console.print(Text(prose(title, console.width), style="bold"), no_wrap=True)
     out = [Text(lines[0], style="bold")]
     out.extend(Text(x) for x in lines[1:])
     console.print(Text("\n").join(out), no_wrap=True, overflow="ellipsis", crop=True)
     if note:  # prose: wrapped at the width
-        console.print(Text(note, style="dim"))
+        console.print(Text(prose(note, console.width), style="dim"), no_wrap=True)
     console.print()

@@ -8,6 +8,7 @@ arguments (``at::native::…::softmax_warp_forward<…>``) unless full names wer
 from __future__ import annotations
 
 import re
+import textwrap
 
 from ..model import Frame, FrameKind
 
@@ -190,3 +191,8 @@ def key_label(by: str, key: str, width: int, full_names: bool = False) -> str:
     if by == "kernel":
         return cut_middle(short_kernel_name(key), width)
     return cut_middle(key, width)
+
+
+def prose(text: str, width: int) -> str:
+    """Text wrapped at ``width`` on spaces, no trailing blanks (rich's wrapping leaves them)."""
+    return "\n".join(textwrap.wrap(text, width, break_on_hyphens=False)) if width > 0 else text

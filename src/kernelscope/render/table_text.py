@@ -11,7 +11,7 @@ from rich.text import Text
 from ..analysis.metrics import MetricSpec
 from ..analysis.views import Grouped
 from .format import fmt_value, header_name
-from .labels import MIN_WIDTH, cut_end, key_label
+from .labels import MIN_WIDTH, cut_end, key_label, prose
 
 NULL_LABEL = {
     "line": "(unattributed: no user line)",
@@ -90,4 +90,6 @@ def render_grouped(
         Text("\n").join(out), no_wrap=True, overflow="ignore" if full_names else "ellipsis", crop=not full_names
     )
     if more:  # prose under the table: wrapped, never cut
-        console.print(Text("… " + "; ".join(more) + "; all are in the total", style="dim"))
+        console.print(
+            Text(prose("… " + "; ".join(more) + "; all are in the total", console.width), style="dim"), no_wrap=True
+        )
