@@ -20,21 +20,25 @@ class Column:
     header: str
     left: bool = False  # text columns are left-aligned and may shrink
     shrink: Shrink | None = None  # how to shorten a cell to a width (default: cut the end)
+    floor: int = MIN_TEXT  # a text column shrinks below this only after the others reached theirs
 
 
 def _fit(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int) -> list[int]:
     widths = [max([len(c.header), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
     over = sum(widths) + 2 * (len(widths) - 1) - width
     text = [i for i, c in enumerate(columns) if c.left]
-    while over > 0 and text:
-        widest = max(text, key=lambda i: widths[i])
-        floor = max(MIN_TEXT, len(columns[widest].header))
-        if widths[widest] <= floor:
-            text.remove(widest)
-            continue
-        cut = min(over, widths[widest] - floor, max(1, widths[widest] // 4))
-        widths[widest] -= cut
-        over -= cut
+    for floor_of in (lambda c: max(c.floor, len(c.header)), lambda c: max(MIN_TEXT, len(c.header))):
+        left = list(text)
+        while over > 0 and left:
+            # the column with the most room above its floor gives first
+            i = max(left, key=lambda k: widths[k] - floor_of(columns[k]))
+            spare = widths[i] - floor_of(columns[i])
+            if spare <= 0:
+                left.remove(i)
+                continue
+            cut = min(over, spare, max(1, spare // 2))
+            widths[i] -= cut
+            over -= cut
     return widths
 
 

@@ -139,9 +139,9 @@ def render_gaps(console: Console, report: TimelineReport, names: Mapping[str, st
         cols = [
             Column(_show_unit(unit)),
             Column("class", left=True),
-            Column("next kernel", left=True, shrink=_kernel),
-            Column("op", left=True, shrink=cut_middle),
-            Column("line", left=True, shrink=_line),
+            Column("next kernel", left=True, shrink=_kernel, floor=30),
+            Column("op", left=True, shrink=cut_middle, floor=14),
+            Column("line", left=True, shrink=_line, floor=20),
         ]
         print_grid(console, "Longest idle gaps", cols, rows)
 
@@ -199,8 +199,8 @@ def render_syncs(console: Console, report: TimelineReport, limit: int = 10) -> N
         Column("count"),
         Column(f"host {u}"),
         Column(f"GPU idle after {u}"),
-        Column("line", left=True, shrink=_line),
-        Column("what", left=True),
+        Column("line", left=True, shrink=_line, floor=24),
+        Column("what", left=True, floor=20),
     ]
     title = (
         f"Host-device syncs: {_plural(s.count, 'point')}, host blocked {fmt_ns(s.host_ns)}, "
