@@ -86,6 +86,14 @@ def node_keys(profile: Profile, by: str) -> list[str | None]:
     return keys
 
 
+def own_nodes(profile: Profile, by: str) -> np.ndarray:
+    """Per node: is its own frame of the ``by`` kind? Only these nodes' ``count`` is a row's calls
+    (a kernel's launches, an op's calls), never the counts of what runs under them."""
+    own_frame = np.asarray([k is not None for k in _own_keys(profile, by)], dtype=bool)
+    out: np.ndarray = own_frame[profile.frame] if len(profile) else np.zeros(0, dtype=bool)
+    return out
+
+
 @dataclass(frozen=True)
 class Grouped:
     """Flat totals by key. Every column sums the exclusive values of the nodes whose innermost ``by``
@@ -109,8 +117,7 @@ def group(profile: Profile, by: str, metrics: Sequence[str] | None = None, sort_
         raise UsageError(f"unknown grouping {by!r}; choose one of: {', '.join(VIEWS)}")
     cols = list(metrics) if metrics is not None else profile.metric_names
     keys = node_keys(profile, by)
-    own_frame = np.asarray([k is not None for k in _own_keys(profile, by)], dtype=bool)
-    own = own_frame[profile.frame] if len(profile) else own_frame
+    own = own_nodes(profile, by)
     uniq: dict[str | None, int] = {}
     idx = np.fromiter((uniq.setdefault(k, len(uniq)) for k in keys), dtype=np.int64, count=len(keys))
     sums = {}
@@ -160,6 +167,7 @@ __all__ = [
     "filtered",
     "group",
     "node_keys",
+    "own_nodes",
     "simplify",
     "tree_view",
     "view",
