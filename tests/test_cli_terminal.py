@@ -198,3 +198,7 @@ def test_readme_include_example_shows_what_is_inside_attention(
     assert "filtered: time inside /attn/" in out
     assert re.search(r"blocks\.\d\.attn\.qkv \(Linear\)", out)  # a submodule of attention
     assert re.search(r"\baten::\w+", out)  # and the ops doing its work
+
+
+def test_no_command_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert "give a command (run, view" in one_line_error(capsys, [])

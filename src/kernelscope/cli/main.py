@@ -35,12 +35,12 @@ def _optional_remainders(parser: argparse.ArgumentParser) -> None:
 
 EXAMPLES = """\
 examples:
-  kernelscope run train.py --epochs 1          profile a PyTorch script: prints the tree, saves train.ksprof
-  kernelscope view train.ksprof --by line      where the time goes, by source line
-  kernelscope view trace.json.gz               a Kineto trace works wherever a profile does
+  kernelscope run train.py --epochs 1       profile a script: print the tree, save train.ksprof
+  kernelscope view train.ksprof --by line   where the time goes, by source line
+  kernelscope view trace.json.gz            a Kineto trace works wherever a profile does
   kernelscope import rank*.json.gz -o run.ksprof
-  kernelscope timeline trace.json.gz           GPU busy/idle, idle gaps, host-device syncs
-  kernelscope VERB --help                      one verb's options, defaults and examples
+  kernelscope timeline trace.json.gz        GPU busy/idle, idle gaps, host-device syncs
+  kernelscope VERB --help                   one verb's options, defaults and examples
 
 exit codes: 0 ok; 1 the profiled program failed or diff --fail-above tripped; 2 bad input or usage.
 """
@@ -71,7 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         if getattr(args, "_command", None) is None:
-            parser.print_help(sys.stderr)
+            names = ", ".join(c.name for c in cmds)
+            print(f"kernelscope: error: give a command ({names}); kernelscope --help shows examples", file=sys.stderr)
             return 2
         return int(args._command.run(args))
     except ParserError as exc:
