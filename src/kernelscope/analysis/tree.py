@@ -7,7 +7,7 @@ Pure: a Profile and options in, a TreeView out. The steps, in order:
    are exactly what is shown below them.
 2. Children below ``threshold_pct`` of the total, or matching ``--hide`` (rows only; their time stays
    in their parents), are left out; each line says how many it left out and how much time they hold.
-3. Chains of single-child Python frames, ops, scopes and regions collapse into the line where the path branches,
+3. Chains of single-child Python frames, ops and regions collapse into the line where the path branches,
    naming what they hide (pyinstrument's ``[12 frames hidden]``). The innermost Python frame of a chain
    stays (it is the user line of what it calls), and so does a frame whose left-out children hold
    more than the threshold, so that time stays visible.
@@ -26,9 +26,10 @@ from ..errors import UsageError
 from ..model import FrameKind, Profile
 from . import transforms
 
-# a chain may hide Python frames, ops, scopes and regions; modules (the model's structure) and the
-# backward marker stay, and kernels end chains anyway
-_COLLAPSIBLE = frozenset({FrameKind.PYTHON, FrameKind.OP, FrameKind.SCOPE, FrameKind.REGION})
+# a chain may hide Python frames, ops and regions; modules (the model's structure), scopes (names
+# someone chose to see: steps, record_function, kernelscope.scope) and the backward marker stay;
+# kernels end chains anyway
+_COLLAPSIBLE = frozenset({FrameKind.PYTHON, FrameKind.OP, FrameKind.REGION})
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class TreeOptions:
     hide: str | None = None  # regex over frame labels: leave matching rows out, keep their time
     threshold_pct: float = 0.0  # leave out nodes below this share of the sort metric's total
     sort_metric: str = "time_ns"
-    collapse: bool = False  # collapse single-child chains of Python frames, ops, scopes and regions
+    collapse: bool = False  # collapse single-child chains of Python frames, ops and regions
 
 
 @dataclass(frozen=True)
