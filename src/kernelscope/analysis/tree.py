@@ -10,7 +10,8 @@ Pure: a Profile and options in, a TreeView out. The steps, in order:
 3. Chains of single-child Python frames, ops and regions collapse into the line where the path branches,
    naming what they hide (pyinstrument's ``[12 frames hidden]``). The innermost Python frame of a chain
    stays (it is the user line of what it calls), and so does a frame whose left-out children hold
-   more than the threshold, so that time stays visible.
+   more than the threshold, so that time stays visible. ``collapse_modules`` collapses modules and
+   those Python frames too, for trees that would not fit the width otherwise.
 4. ``depth`` counts shown levels, after collapsing.
 """
 
@@ -41,6 +42,7 @@ class TreeOptions:
     threshold_pct: float = 0.0  # leave out nodes below this share of the sort metric's total
     sort_metric: str = "time_ns"
     collapse: bool = False  # collapse single-child chains of Python frames, ops and regions
+    collapse_modules: bool = False  # with collapse: modules and a chain's innermost Python frame too
 
 
 @dataclass(frozen=True)
@@ -139,15 +141,21 @@ def tree_view(profile: Profile, options: TreeOptions | None = None, metrics: Seq
         memo[node] = out
         return out
 
+    collapsible = _COLLAPSIBLE | {FrameKind.MODULE} if opt.collapse_modules else _COLLAPSIBLE
+
     def chain_end(node: int) -> tuple[int, tuple[int, ...]]:
         """Follow single-child collapsible nodes down; return the node to show and those skipped."""
         skipped: list[int] = []
-        while opt.collapse and kinds[fr[node]] in _COLLAPSIBLE:
+        while opt.collapse and kinds[fr[node]] in collapsible:
             below = shown_children(node)
             left_out = hidden.get(node)
             if len(below) != 1 or (left_out is not None and abs(left_out.value) >= max(threshold, 1e-12)):
                 break
-            if kinds[fr[node]] is FrameKind.PYTHON and kinds[fr[below[0]]] is not FrameKind.PYTHON:
+            if (
+                not opt.collapse_modules
+                and kinds[fr[node]] is FrameKind.PYTHON
+                and kinds[fr[below[0]]] is not FrameKind.PYTHON
+            ):
                 break  # the innermost Python frame of a chain is the user line of what it calls: keep it
             skipped.append(node)
             node = below[0]

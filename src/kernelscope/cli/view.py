@@ -101,36 +101,58 @@ def _plan(profile: Profile, args: argparse.Namespace) -> _Plan:
     return _Plan(specs, columns, json_metrics)
 
 
-def _fit_tree(profile: Profile, args: argparse.Namespace, columns: list[str], levels: int) -> tuple[TreeView, float]:
-    """The tree at the asked threshold, raised step by step until it fits ``--limit`` lines, and at most
-    ``levels`` deep unless ``--depth`` says otherwise."""
+@dataclass(frozen=True)
+class _Fitted:
+    tree: TreeView
+    threshold: float
+    modules_collapsed: bool
+
+
+def _fit_tree(profile: Profile, args: argparse.Namespace, columns: list[str], levels: int) -> _Fitted:
+    """The tree that fits one screen: at most ``--limit`` lines and ``levels`` deep (the width).
+
+    Tried in order, for the asked threshold and then raised ones (2, 3, 5, 10, 20%): the tree with
+    the usual collapsing, then with modules collapsed too; the last resort cuts the depth. An explicit
+    ``--depth`` is kept as given.
+    """
+    base = filtered(profile, args.include, args.exclude)
     threshold = TREE_THRESHOLD if args.threshold is None else args.threshold
     limit = TREE_LINES if args.limit is None else args.limit
     tries = [threshold, *(t for t in _RAISE_TO if t > threshold)] if limit else [threshold]
-    for t in tries:
+    fixed_depth = args.depth is not None or args.full_names
+    modes = [False] if args.no_collapse or fixed_depth else [False, True]
+
+    def build(t: float, modules: bool, depth: int | None) -> TreeView:
         opts = TreeOptions(
-            depth=args.depth if args.depth is not None or args.full_names else levels,
-            include=args.include,
-            exclude=args.exclude,
+            depth=depth,
             hide=args.hide,
             threshold_pct=t,
             sort_metric=args.sort,
             collapse=not args.no_collapse,
+            collapse_modules=modules,
         )
-        tv = tree_view(profile, opts, metrics=columns)
-        if not limit or len(tv.order) <= limit:
-            break
-    return tv, t
+        return tree_view(base, opts, metrics=columns)
+
+    for t in tries:
+        for modules in modes:
+            tv = build(t, modules, args.depth)
+            fits_depth = fixed_depth or max(tv.depth, default=0) <= levels
+            if (not limit or len(tv.order) <= limit) and fits_depth:
+                return _Fitted(tv, t, modules)
+    # nothing fits: the last threshold, modules collapsed, depth cut to the width
+    t, modules = tries[-1], modes[-1]
+    return _Fitted(build(t, modules, args.depth if fixed_depth else levels), t, modules)
 
 
-def _tree_notes(args: argparse.Namespace, threshold: float, asked: float) -> list[str]:
+def _tree_notes(args: argparse.Namespace, threshold: float, asked: float, modules: bool) -> list[str]:
     notes = ["incl = the context and everything under it · calls = the frame's own calls"]
     left = []
     if threshold:
         raised = f" (raised from {asked:g}% to fit {args.limit or TREE_LINES} lines)" if threshold != asked else ""
         left.append(f"rows under {threshold:g}%{raised} as (+N more: time)")
     if not args.no_collapse:
-        left.append("single-child chains as [N hidden: …]")
+        what = "modules and frames" if modules else "chains"
+        left.append(f"single-child {what} as [N hidden: …]")
     if left:
         notes.append("left out: " + " · ".join(left))
     return notes
@@ -185,11 +207,14 @@ def show(profile: Profile, args: argparse.Namespace) -> None:
             tv = tree_view(base, opts, metrics=plan.columns)
             dump(tree_json(tv, plan.json_metrics), depth_hint=max(tv.depth, default=0))
             return
-        tv, used = _fit_tree(base, args, plan.columns, levels_that_fit(console.width, plan.specs))
+        fitted = _fit_tree(base, args, plan.columns, levels_that_fit(console.width, plan.specs))
+        tv = fitted.tree
         asked = TREE_THRESHOLD if args.threshold is None else args.threshold
         totals = {name: float(col[0]) for name, col in tv.inclusive.items()}
         totals["wall_ns"] = summary.wall_ns or 0.0
-        notes = _filter_note(base, tv.profile, args) + _tree_notes(args, used, asked)
+        notes = _filter_note(base, tv.profile, args) + _tree_notes(
+            args, fitted.threshold, asked, fitted.modules_collapsed
+        )
         render_header(console, summary, notes)
         render_tree(console, tv, plan.specs, totals, full_names=args.full_names)
         return

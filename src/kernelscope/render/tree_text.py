@@ -8,6 +8,7 @@ so names with brackets print as they are.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -64,27 +65,34 @@ def _origin(f: Frame) -> str:
     return str(f.kind.value)
 
 
-def collapsed_note(frames: Sequence[Frame]) -> str:
-    """``[8 frames hidden: moca, transformers]``."""
-    origins = list(dict.fromkeys(_origin(f) for f in frames))
+def collapsed_notes(frames: Sequence[Frame]) -> tuple[str, ...]:
+    """What a collapsed chain hid, longest first: ``[8 hidden in Owlv2Model: moca, transformers]``,
+    ``[8 hidden in Owlv2Model]``, ``[8 hidden]``. The innermost hidden module is the one named."""
+    origins = list(dict.fromkeys(_origin(f) for f in frames if f.kind is not FrameKind.MODULE))
     names = ", ".join(origins[:3]) + (", …" if len(origins) > 3 else "")
-    return f" [{len(frames)} hidden: {names}]" if len(frames) > 1 else f" [1 hidden: {names}]"
+    modules = [f for f in frames if f.kind is FrameKind.MODULE]
+    inside = f" in {frame_label(modules[-1], 40)}" if modules else ""
+    n = len(frames)
+    out = [f" [{n} hidden{inside}: {names}]" if names else f" [{n} hidden{inside}]"]
+    if inside:
+        out.append(f" [{n} hidden{inside}]")
+    out.append(f" [{n} hidden]")
+    return tuple(out)
 
 
-def _fit_label(frame: Frame, notes: list[tuple[str, str]], room: int, full_names: bool) -> tuple[str, str]:
-    """The label and the notes that fit ``room``: the whole label first, then the notes in their full
-    form, then compact; a label that cannot be whole keeps ``LABEL_FIRST`` characters before notes."""
-    full = "".join(f for f, _ in notes)
+def _fit_label(frame: Frame, notes: list[tuple[str, ...]], room: int, full_names: bool) -> tuple[str, str]:
+    """The label and the notes that fit ``room``: the whole label first, then the longest combination of
+    the notes' forms that still fits; a label that cannot be whole keeps ``LABEL_FIRST`` characters."""
     label = frame_label(frame, room, full_names)
-    if full_names or len(label) + len(full) <= room:
-        return label, full
-    compact = "".join(c for _, c in notes)
-    for note in ("".join(c if i == 0 else f for i, (f, c) in enumerate(notes)), compact):
+    combos = sorted(("".join(c) for c in itertools.product(*notes)), key=len, reverse=True)
+    if full_names:
+        return label, combos[0]
+    for note in combos:
         if len(label) + len(note) <= room:
             return label, note
+    compact = combos[-1]
     label = frame_label(frame, max(room - len(compact), min(len(label), LABEL_FIRST)), full_names)
-    left = room - len(label)
-    return label, compact if len(compact) <= left else ""
+    return label, compact if len(compact) <= room - len(label) else ""
 
 
 def _widths(specs: Sequence[MetricSpec], scope: str) -> list[int]:
@@ -145,10 +153,10 @@ def render_tree(
         more = tv.hidden.get(node)
         # notes in their full and compact forms: "[3 hidden: moca, torch]" / "[3 hidden]",
         # "(+4 more: 0.42 ms)" / "(+4)"
-        notes: list[tuple[str, str]] = []
+        notes: list[tuple[str, ...]] = []
         if node in tv.collapsed:
             hid = [p.frame_of(k) for k in tv.collapsed[node]]
-            notes.append((collapsed_note(hid), f" [{len(hid)} hidden]"))
+            notes.append(collapsed_notes(hid))
         if more and more.value:  # rows holding none of the sort metric are left out silently
             if tv.sort_metric.endswith("time_ns"):
                 amount = fmt_ns(more.value)
