@@ -202,3 +202,31 @@ def test_readme_include_example_shows_what_is_inside_attention(
 
 def test_no_command_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert "give a command (run, view" in one_line_error(capsys, [])
+
+
+def test_hostile_names_and_a_deep_stack_fit_80_columns_through_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from test_views import HOSTILE
+
+    deep = [Frame.python(f"pkg/deep{i}.py", i, f"f{i}") for i in range(5000)]
+    paths = [
+        ([Frame.python(f"x/{n}.py", 7, n), Frame.op(n), Frame.kernel(n)], {"time_ns": 1e6, "count": 1}) for n in HOSTILE
+    ]
+    path = tmp_path / "hostile.ksprof"
+    save(build([*paths, (deep, {"time_ns": 5e6, "count": 1})]), path)
+    monkeypatch.setenv("COLUMNS", "80")
+    for argv in (
+        ["--by", "tree"],
+        ["--by", "tree", "--no-collapse"],
+        ["--by", "line"],
+        ["--by", "kernel"],
+        ["--by", "function"],
+    ):
+        assert main(["view", str(path), *argv]) == 0
+        out = capsys.readouterr().out
+        assert max(len(line) for line in out.splitlines()) <= 80, argv
+        assert "[bold]markup[/bold]" in out or "markup" in out
+    assert main(["view", str(path)]) == 0
+    tree = capsys.readouterr().out
+    assert "pkg/deep4999.py:4999 f4999" in tree and "[4999 hidden: pkg]" in tree  # the chain in one line

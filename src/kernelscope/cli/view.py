@@ -106,6 +106,7 @@ class _Fitted:
     tree: TreeView
     threshold: float
     modules_collapsed: bool
+    depth_cut: int | None = None  # the depth the width imposed, when it cut the tree
 
 
 def _fit_tree(profile: Profile, args: argparse.Namespace, columns: list[str], levels: int) -> _Fitted:
@@ -139,12 +140,17 @@ def _fit_tree(profile: Profile, args: argparse.Namespace, columns: list[str], le
             fits_depth = fixed_depth or max(tv.depth, default=0) <= levels
             if (not limit or len(tv.order) <= limit) and fits_depth:
                 return _Fitted(tv, t, modules)
-    # nothing fits: the last threshold, modules collapsed, depth cut to the width
-    t, modules = tries[-1], modes[-1]
-    return _Fitted(build(t, modules, args.depth if fixed_depth else levels), t, modules)
+    # nothing fits whole: cut the depth to the width, raising the threshold only as far as needed
+    modules = modes[-1]
+    depth = args.depth if fixed_depth else levels
+    for t in tries:
+        tv = build(t, modules, depth)
+        if not limit or len(tv.order) <= limit:
+            break
+    return _Fitted(tv, t, modules, None if fixed_depth else depth)
 
 
-def _tree_notes(args: argparse.Namespace, threshold: float, asked: float, modules: bool) -> list[str]:
+def _tree_notes(args: argparse.Namespace, threshold: float, asked: float, modules: bool, cut: int | None) -> list[str]:
     notes = ["incl = the context and everything under it · calls = the frame's own calls"]
     left = []
     if threshold:
@@ -153,6 +159,8 @@ def _tree_notes(args: argparse.Namespace, threshold: float, asked: float, module
     if not args.no_collapse:
         what = "modules and frames" if modules else "chains"
         left.append(f"single-child {what} as [N hidden: …]")
+    if cut is not None:
+        left.append(f"levels below {cut} (to fit the width; --depth sets it) as (+N more: time)")
     if left:
         notes.append("left out: " + " · ".join(left))
     return notes
@@ -213,7 +221,7 @@ def show(profile: Profile, args: argparse.Namespace) -> None:
         totals = {name: float(col[0]) for name, col in tv.inclusive.items()}
         totals["wall_ns"] = summary.wall_ns or 0.0
         notes = _filter_note(base, tv.profile, args) + _tree_notes(
-            args, fitted.threshold, asked, fitted.modules_collapsed
+            args, fitted.threshold, asked, fitted.modules_collapsed, fitted.depth_cut
         )
         render_header(console, summary, notes)
         render_tree(console, tv, plan.specs, totals, full_names=args.full_names)
