@@ -53,7 +53,7 @@ def add_view_options(p: argparse.ArgumentParser) -> None:
         "count, flops, bytes, alloc_bytes, user metrics) or derived (time/ms, time/s, time/%%, avg, flop/s, "
         "tflop/s, byte/s, gbyte/s, A/B, X/s per wall second)",
     )
-    p.add_argument("--sort", metavar="METRIC", default="time_ns", help="stored metric to sort by (default: time_ns)")
+    p.add_argument("--sort", metavar="METRIC", help="stored metric to sort and threshold by (default: time_ns)")
     p.add_argument(
         "--threshold",
         type=fraction_pct,
@@ -95,7 +95,9 @@ def _plan(profile: Profile, args: argparse.Namespace) -> _Plan:
     stored = sorted({c for s in specs for c in s.needs if c in available}, key=profile.metric_names.index)
     json_metrics = stored if args.metrics else profile.metric_names
     columns = sorted(set(json_metrics) | set(stored), key=profile.metric_names.index)
-    if args.sort not in available:
+    if args.sort is None:  # time when the profile has it, else its first metric
+        args.sort = "time_ns" if "time_ns" in available or not profile.metric_names else profile.metric_names[0]
+    elif args.sort not in available:
         known = ", ".join(profile.metric_names) or "none"
         raise UsageError(f"--sort {args.sort!r}: not a stored metric of this profile; choose one of: {known}")
     return _Plan(specs, columns, json_metrics)
