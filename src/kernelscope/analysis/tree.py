@@ -9,9 +9,9 @@ Pure: a Profile and options in, a TreeView out. The steps, in order:
    in their parents), are left out; each line says how many it left out and how much time they hold.
 3. Chains of single-child Python frames, ops and regions collapse into the line where the path branches,
    naming what they hide (pyinstrument's ``[12 frames hidden]``). The innermost Python frame of a chain
-   stays (it is the user line of what it calls), and so does a frame whose left-out children hold
-   more than the threshold, so that time stays visible. ``collapse_modules`` collapses modules and
-   those Python frames too, for trees that would not fit the width otherwise.
+   stays (it is the user line of what it calls), and a chain stops where what it left out on the
+   way down would reach the threshold, so that time stays visible. ``collapse_modules`` collapses modules, scopes
+   and those Python frames too, for trees that would not fit the screen otherwise.
 4. ``depth`` counts shown levels, after collapsing.
 """
 
@@ -42,7 +42,7 @@ class TreeOptions:
     threshold_pct: float = 0.0  # leave out nodes below this share of the sort metric's total
     sort_metric: str = "time_ns"
     collapse: bool = False  # collapse single-child chains of Python frames, ops and regions
-    collapse_modules: bool = False  # with collapse: modules and a chain's innermost Python frame too
+    collapse_modules: bool = False  # with collapse: modules, scopes and a chain's innermost Python frame too
 
 
 @dataclass(frozen=True)
@@ -141,15 +141,16 @@ def tree_view(profile: Profile, options: TreeOptions | None = None, metrics: Seq
         memo[node] = out
         return out
 
-    collapsible = _COLLAPSIBLE | {FrameKind.MODULE} if opt.collapse_modules else _COLLAPSIBLE
+    collapsible = _COLLAPSIBLE | {FrameKind.MODULE, FrameKind.SCOPE} if opt.collapse_modules else _COLLAPSIBLE
 
     def chain_end(node: int) -> tuple[int, tuple[int, ...]]:
         """Follow single-child collapsible nodes down; return the node to show and those skipped."""
         skipped: list[int] = []
+        start = sort_abs[node]
         while opt.collapse and kinds[fr[node]] in collapsible:
             below = shown_children(node)
-            left_out = hidden.get(node)
-            if len(below) != 1 or (left_out is not None and abs(left_out.value) >= max(threshold, 1e-12)):
+            # what the chain leaves out on its way down must stay under the threshold in all
+            if len(below) != 1 or start - sort_abs[below[0]] > max(threshold, 1e-9 * total):
                 break
             if (
                 not opt.collapse_modules
@@ -182,5 +183,6 @@ def tree_view(profile: Profile, options: TreeOptions | None = None, metrics: Seq
             if skipped:
                 collapsed[end] = skipped
             shown.append(end)
+        shown.sort(key=lambda c: (-sort_abs[c], labels[fr[c]]))  # by what each line shows
         stack.extend((c, d + 1) for c in reversed(shown))
     return TreeView(p, tuple(order), tuple(depth), inclusive, hidden, collapsed, sort_metric)

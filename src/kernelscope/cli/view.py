@@ -159,7 +159,7 @@ def _tree_notes(args: argparse.Namespace, threshold: float, asked: float, module
         raised = f" (raised from {asked:g}% to fit {args.limit or TREE_LINES} lines)" if threshold != asked else ""
         left.append(f"rows under {threshold:g}%{raised} as (+N more: time)")
     if not args.no_collapse:
-        what = "modules and frames" if modules else "chains"
+        what = "modules, scopes and frames" if modules else "chains"
         left.append(f"single-child {what} as [N hidden: …]")
     if cut is not None:
         left.append(f"levels below {cut} (to fit the width; --depth sets it) as (+N more: time)")
