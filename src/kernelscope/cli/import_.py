@@ -12,10 +12,12 @@ import argparse
 import os
 import sys
 
+from ..analysis.summary import time_meaning
 from ..errors import UsageError
 from ..importers.multirank import import_ranks, merge_ranks, ranks_of
 from ..model import Profile, save
 from ..model.io import is_ksprof
+from ..render.format import fmt_ns
 from .validate import positive_int
 
 _TRACE_SUFFIXES = (".json.gz", ".json", ".hatchet", ".gz", ".pb")
@@ -48,8 +50,8 @@ def warning_line(path: str, profile: Profile) -> str | None:
 def summary_line(out: str, profile: Profile) -> str:
     tl = profile.timeline
     rows = len(tl) if tl is not None else 0
-    ms = profile.total("time_ns") / 1e6
-    return f"wrote {out}: {len(profile):,} contexts, {rows:,} timeline rows, {ms:,.3f} ms device/op time"
+    time = fmt_ns(profile.total("time_ns"))
+    return f"wrote {out}: {len(profile):,} contexts, {rows:,} timeline rows, {time} of {time_meaning(profile)}"
 
 
 EXAMPLES = """\
