@@ -102,18 +102,6 @@ def render_gaps(console: Console, report: TimelineReport, names: Mapping[str, st
         return
     unit = _unit(s.idle_ns for s in gaps.streams)
     u = _show_unit(unit)
-    rows = []
-    one_device = len({s.device for s in gaps.streams}) == 1
-    for s in gaps.streams:
-        by = dict(s.classes)
-        rows.append(
-            [
-                s.stream if one_device else f"{_device(s.device, names)} {s.stream}",
-                f"{s.gaps:,}",
-                _t(s.idle_ns, unit),
-                *(f"{_t(c.time_ns, unit)} ({c.count:,})" for c in by.values()),
-            ]
-        )
     cols = [
         Column("stream", left=True, shrink=cut_middle),
         Column("gaps"),
@@ -122,17 +110,32 @@ def render_gaps(console: Console, report: TimelineReport, names: Mapping[str, st
         Column("kernel wait (n)"),
         Column("other (n)"),
     ]
-    note = (
-        f"kernel wait: a gap under {gaps.kernel_wait_ns / 1e3:g} µs with the next kernel already queued; "
-        "host wait: its launch came after the gap began; other: the rest."
-    )
-    if unlinked:
-        note += (
-            " Gaps lie between all events on a stream, including those launched before the trace, so a stream's "
-            "idle time can exceed its device's span above."
-        )
-    where = f" on {_device(gaps.streams[0].device, names)}" if one_device else ""
-    print_grid(console, f"Idle gaps per stream{where} ({u})", cols, rows, note)
+    devices = list(dict.fromkeys(s.device for s in gaps.streams))
+    for i, device in enumerate(devices):  # one table per device: stream names stay short
+        rows = []
+        for st in gaps.streams:
+            if st.device == device:
+                by = dict(st.classes)
+                rows.append(
+                    [
+                        st.stream,
+                        f"{st.gaps:,}",
+                        _t(st.idle_ns, unit),
+                        *(f"{_t(c.time_ns, unit)} ({c.count:,})" for c in by.values()),
+                    ]
+                )
+        note = ""
+        if i == len(devices) - 1:
+            note = (
+                f"kernel wait: a gap under {gaps.kernel_wait_ns / 1e3:g} µs with the next kernel already queued; "
+                "host wait: its launch came after the gap began; other: the rest."
+            )
+            if unlinked:
+                note += (
+                    " Gaps lie between all events on a stream, including those launched before the trace, so a "
+                    "stream's idle time can exceed its device's span above."
+                )
+        print_grid(console, f"Idle gaps per stream on {_device(device, names)} ({u})", cols, rows, note)
     if gaps.top:
         unit = _unit(g.dur_ns for g in gaps.top)
         rows = [[_t(g.dur_ns, unit), g.gap_class.value, g.kernel or "—", g.op or "—", g.line or "—"] for g in gaps.top]
