@@ -142,8 +142,9 @@ def test_real_traces_fit_the_terminal_and_match_golden(
     timeline = _cli(["timeline", str(path)], width, capsys, monkeypatch)
     _check_screen(timeline, width, "timeline")
     analyze = _cli(["analyze", str(path)], width, capsys, monkeypatch)
-    _check_screen(analyze, width, "analyze")  # its text is the advisor's: checked for width, not golden
-    _check(f"real_{name}_{width}.txt", text + f"$ kernelscope timeline PROFILE\n{timeline}")
+    _check_screen(analyze, width, "analyze")
+    text += f"$ kernelscope timeline PROFILE\n{timeline}$ kernelscope analyze PROFILE\n{analyze}"
+    _check(f"real_{name}_{width}.txt", text)
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -151,5 +152,6 @@ def test_live_profile_fits_the_terminal_and_matches_golden(
     width: int, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     text = _screens(LIVE, width, capsys, monkeypatch)
-    _check_screen(_cli(["analyze", str(LIVE)], width, capsys, monkeypatch), width, "analyze")
-    _check(f"live_tiny_transformer_{width}.txt", text)
+    analyze = _cli(["analyze", str(LIVE)], width, capsys, monkeypatch)
+    _check_screen(analyze, width, "analyze")
+    _check(f"live_tiny_transformer_{width}.txt", text + f"$ kernelscope analyze PROFILE\n{analyze}")
