@@ -141,7 +141,8 @@ def test_real_traces_fit_the_terminal_and_match_golden(
     text = _screens(path, width, capsys, monkeypatch)
     timeline = _cli(["timeline", str(path)], width, capsys, monkeypatch)
     _check_screen(timeline, width, "timeline")
-    analyze = _cli(["analyze", str(path)], width, capsys, monkeypatch)
+    monkeypatch.chdir(path.parent)  # analyze names its input: keep the golden free of temporary folders
+    analyze = _cli(["analyze", path.name], width, capsys, monkeypatch)
     _check_screen(analyze, width, "analyze")
     text += f"$ kernelscope timeline PROFILE\n{timeline}$ kernelscope analyze PROFILE\n{analyze}"
     _check(f"real_{name}_{width}.txt", text)
@@ -152,6 +153,7 @@ def test_live_profile_fits_the_terminal_and_matches_golden(
     width: int, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     text = _screens(LIVE, width, capsys, monkeypatch)
-    analyze = _cli(["analyze", str(LIVE)], width, capsys, monkeypatch)
+    monkeypatch.chdir(LIVE.parent)
+    analyze = _cli(["analyze", LIVE.name], width, capsys, monkeypatch)
     _check_screen(analyze, width, "analyze")
     _check(f"live_tiny_transformer_{width}.txt", text + f"$ kernelscope analyze PROFILE\n{analyze}")
