@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernelscope.build.compiled import common_prefix, place_compiled_kernel, split_exact
+from kernelscope.attribute.compiled import common_prefix, place_compiled_kernel, split_exact
 from kernelscope.collect.compile import FusedOrigin
 from kernelscope.model import Frame
 

@@ -4,6 +4,8 @@ every ``a|b`` alternative and ``[optional]`` part tried."""
 
 from __future__ import annotations
 
+import fnmatch
+import glob
 import itertools
 import re
 import shlex
@@ -20,7 +22,11 @@ TRACES = {  # placeholder -> a real trace in ../shared/traces
     "trace.json.gz": "hta_a100_alexnet_cuda_sync.json.gz",
     "rank0.json.gz": "hta_128rank_sampled_rank-0.json.gz",
     "rank1.json.gz": "hta_128rank_sampled_rank-1.json.gz",
+    "dir/plugins/profile/run/host.xplane.pb": "tracelens_mi300_jax_te_fused_attn_train.xplane.pb",
 }
+PROFILES = ("OUT.ksprof", "BASE.ksprof", "NEW.ksprof")  # placeholders bound to the live profile
+SCRIPTS = {"kernels.py": REPO / "examples" / "triton_kernels.py"}
+NEEDS = {"triton": "triton"}  # verb -> the package it runs (those lines are slow: they run the framework)
 
 
 def _block(title: str) -> list[str]:
@@ -42,22 +48,35 @@ def _variants(line: str) -> list[list[str]]:
     return out
 
 
-USING = [line for line in _block("Using it") if not re.search(r"\bSCRIPT\b|\bMODULE\b", line)]  # synopses
+USING = [
+    pytest.param(line, marks=pytest.mark.slow) if line.split()[1] in NEEDS else line
+    for line in _block("Using it")
+    if not re.search(r"\bSCRIPT\b|\bMODULE\b", line)  # synopses, not examples
+]
 
 
 @pytest.mark.parametrize("line", USING)
 def test_readme_example_runs_as_shown(
     line: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    shutil.copy(LIVE, tmp_path / "OUT.ksprof")
+    verb = line.split()[1]
+    if verb in NEEDS:
+        pytest.importorskip(NEEDS[verb])
+    for name in PROFILES:
+        shutil.copy(LIVE, tmp_path / name)
+    for name, script in SCRIPTS.items():
+        shutil.copy(script, tmp_path / name)
+    tokens = line.split()
     for placeholder, trace in TRACES.items():
-        if placeholder in line:
+        if placeholder in line or any("*" in t and fnmatch.fnmatch(placeholder, t) for t in tokens):
             if not SHARED_TRACES.is_dir():
                 pytest.skip("../shared/traces is absent")
+            (tmp_path / placeholder).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / placeholder).symlink_to(SHARED_TRACES / trace)
     monkeypatch.chdir(tmp_path)
     for argv in _variants(line):
         argv = [a.replace("FILE", f"out.{argv[argv.index('--format') + 1]}") if a == "FILE" else a for a in argv]
+        argv = [x for a in argv for x in (sorted(glob.glob(a)) or [a] if "*" in a else [a])]  # as a shell would
         rc = main(argv)
         err = capsys.readouterr().err
         assert rc == 0, f"kernelscope {shlex.join(argv)}: {err}"

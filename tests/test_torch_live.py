@@ -183,7 +183,7 @@ def test_sampled_shapes_give_the_same_flops_as_recording_all_shapes() -> None:
         train(model)
     assert full.result is not None and sampled.result is not None
     # the sampled run really switched windows, and extrapolated exactly (static shapes)
-    assert sampled.result.metadata["windows"] == 2
+    assert sampled.result.metadata["windows"] >= 2
     assert sampled.result.metadata["shapes"]["extrapolated_calls"] > 0
     first, second = 2 * 64 * 128 * 256, 2 * 64 * 256 * 10
     # forward; backward: the input needs no grad, so the first layer has only its weight grad
@@ -229,3 +229,57 @@ def test_compiled_kernels_land_on_user_lines_with_exact_parts(tmp_path: Path) ->
         if FrameKind.BACKWARD in kinds:  # backward kernels sit under the forward line
             assert FrameKind.PYTHON in kinds[: kinds.index(FrameKind.BACKWARD)]
     assert split > 0
+
+
+def test_unwritable_output_saves_to_a_named_temporary_file(tmp_path: Path) -> None:
+    (tmp_path / "taken").mkdir()
+    r = ks("run", "--no-view", "-o", "taken", str(FIXTURES / "op_lines.py"), cwd=tmp_path)
+    assert r.returncode == 2  # the program succeeded: the failed save is ours
+    assert "Traceback" not in r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if "could not write taken" in ln]
+    assert len(lines) == 1
+    saved = lines[0].split("saved to ", 1)[1].split(" instead")[0]
+    try:
+        assert load(saved).total("time_ns") > 0
+    finally:
+        os.unlink(saved)
+
+
+def test_steps_and_schedule_record_exactly_the_steps_asked_for(tmp_path: Path) -> None:
+    import kernelscope
+
+    def steps_recorded(**options: object) -> list[int]:
+        import torch
+
+        seen: list[int] = []
+        with kernelscope.profile(compile_capture=False, **options) as p:  # type: ignore[arg-type]
+            for i in range(12):
+                with kernelscope.scope(f"step{i}"):
+                    torch.ones(4).add_(i)
+                kernelscope.step()
+        assert p.result is not None
+        for node in range(1, len(p.result)):
+            f = p.result.frame_of(node)
+            if f.kind is FrameKind.SCOPE and f.name.startswith("step"):
+                seen.append(int(f.name[4:]))
+        return sorted(set(seen))
+
+    assert steps_recorded(steps=3) == [0, 1, 2]
+    assert steps_recorded(skip_first=2, steps=2) == [2, 3]
+    assert steps_recorded(schedule="wait=1,warmup=1,active=2,repeat=2") == [2, 3, 6, 7]
+
+
+def test_a_run_without_steps_still_folds_as_it_goes() -> None:
+    import torch
+
+    import kernelscope
+
+    x = torch.ones(8)
+    with kernelscope.profile(compile_capture=False, fold_seconds=1e9, fold_calls=2000) as p:
+        for _ in range(5000):
+            x = x + 1  # never calls step(): folding is driven by the torch-call budget
+    assert p.result is not None
+    meta = p.result.metadata
+    assert meta["windows"] >= 3  # folded (and dropped) every ~2000 calls, not once at the end
+    add = [n for n in range(1, len(p.result)) if p.result.frame_of(n).name == "aten::add"]
+    assert sum(p.result.exclusive("count")[n] for n in add) == 5000  # no call lost between windows

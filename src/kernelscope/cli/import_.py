@@ -66,7 +66,7 @@ Odd events the importer tolerates are counted and summarised on stderr as one wa
 
 class ImportCommand:
     name = "import"
-    help = "import trace files (Kineto JSON(.gz), Proton/hatchet) into .ksprof profiles"
+    help = "import trace files (Kineto JSON(.gz), Proton/hatchet, JAX XPlane .xplane.pb) into .ksprof profiles"
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         parser.epilog = EXAMPLES

@@ -17,7 +17,8 @@ from typing import Any, TypeVar
 
 from ..errors import UsageError
 from ..model import Profile
-from .torch_live import Session
+from .plan import Plan, Schedule
+from .torch_live import FOLD_CALLS_DEFAULT, FOLD_SECONDS_DEFAULT, Session
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -31,8 +32,22 @@ def start(
     shape_seconds: float = 1.0,
     profile_memory: bool = True,
     compile_capture: bool = True,
+    steps: int | None = None,
+    duration: float | None = None,
+    schedule: Schedule | str | None = None,
+    record_from: str = "start",
+    fold_seconds: float = FOLD_SECONDS_DEFAULT,
+    fold_calls: int = FOLD_CALLS_DEFAULT,
 ) -> Session:
     """Begin a profile. With ``skip_first=N`` recording starts after N calls to ``step()``.
+
+    ``steps``/``duration``: stop recording after that many recorded steps / seconds of recording.
+    ``schedule``: torch.profiler-style ``Schedule(wait, warmup, active, repeat)`` or its text form
+    ``"wait=1,active=3,repeat=2"``, counted in ``step()`` calls after ``skip_first``.
+    ``record_from``: "start" (now) or "first-call" (the first torch call from the program's own
+    files or the first ``nn.Module`` call: imports and set-up stay out).
+    ``fold_seconds``/``fold_calls``: events are folded into the tree (and dropped) after this long
+    or this many torch calls, so memory stays flat however long the run.
 
     ``shapes``: "sample" (default) records input shapes for the first second of profiled time and
     extrapolates FLOPs/bytes per context after that; "all" records them throughout (slower,
@@ -41,8 +56,13 @@ def start(
     global _session
     if _session is not None:
         raise UsageError("a kernelscope profile is already running; finalize() it first")
+    if isinstance(schedule, str):
+        schedule = Schedule.parse(schedule)
     s = Session(
-        skip_first=skip_first,
+        plan=Plan(skip_first=skip_first, schedule=schedule, steps=steps, duration=duration),
+        record_from=record_from,
+        fold_seconds=fold_seconds,
+        fold_calls=fold_calls,
         shapes=shapes,
         shape_seconds=shape_seconds,
         profile_memory=profile_memory,
@@ -82,7 +102,8 @@ def deactivate() -> None:
 
 
 def step() -> None:
-    """Mark the end of a training/inference step (used by ``skip_first``)."""
+    """Mark the end of a training/inference step: ``skip_first``, ``steps`` and ``schedule`` count these,
+    and events are folded here when a fold is due. Call it between steps, outside any ``record_function``."""
     if _session is not None:
         _session.step()
 

@@ -1,9 +1,7 @@
 """Live PyTorch collection: run torch.profiler with the Python tracer and fold its events as we go.
 
-A Session owns one logical profile. Each *window* (between activate and
-deactivate) is one torch.profiler run; when a window closes its events are
-folded into the calling-context tree at once and the profiler's own results
-are dropped, so memory holds the (small) tree, not millions of events.
+A Session owns one logical profile, recorded as a series of windows (one torch.profiler run
+each) that are folded into the calling-context tree as the run goes (see Session).
 """
 
 from __future__ import annotations
@@ -12,21 +10,32 @@ import contextlib
 import gc
 import os
 import platform
-import signal
 import socket
 import sys
 import threading
 import time
-import warnings
 from collections import defaultdict, deque
-from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..model import Profile, ProfileBuilder, TimelineBuilder
 from ..model.profile import prune_empty
-from ..model.timeline import LINKED, Category
+from ._process import _git_commit, _quiet_fd, _sigint_deferred
+from .modules import ModuleRegistry
+from .plan import Plan
+from .safepoint import RangeCounter, restart_is_safe
+from .torch_meta import is_device_event, torch_devices
+from .userframes import is_user_file
+
+if TYPE_CHECKING:
+    from .torch_lines import LineMode
 
 PROFILE_MEMORY_DEFAULT = True
+RECORD_FROM = ("start", "first-call")
+# Fold as the run goes: a window is folded and a new one opened after this long or this many
+# torch calls (checked every FOLD_CHECK_CALLS torch calls, at module calls and at step()).
+FOLD_SECONDS_DEFAULT = 2.0
+FOLD_CALLS_DEFAULT = 200_000
+FOLD_CHECK_CALLS = 1024
 # Recording input shapes is most of the profiler's step overhead (see benchmarks/README.md). By
 # default shapes are recorded for the first SHAPE_SECONDS of profiled time only; later calls of an
 # op at the same context get that context's FLOPs and bytes per call (exact for static shapes).
@@ -34,66 +43,16 @@ SHAPE_MODES = ("sample", "all", "off")
 SHAPE_SECONDS_DEFAULT = 1.0
 
 
-class ModuleRegistry:
-    """Maps a module's id to its attribute path (``blocks.1.attn.qkv``).
-
-    A global forward pre-hook remembers each module that runs; paths are worked
-    out when a window is folded, from the outermost modules seen.
-    """
-
-    def __init__(self, on_call: Any = None) -> None:
-        self._seen: dict[int, Any] = {}
-        self._paths: dict[int, tuple[str, str]] = {}
-        self._handle: Any = None
-        self._on_call = on_call  # called at every eager module call: a safe point between ops
-
-    def install(self) -> None:
-        import torch
-
-        seen = self._seen
-        is_compiling = torch.compiler.is_compiling
-        on_call = self._on_call
-
-        def hook(module: Any, args: Any) -> None:
-            # Under torch.compile tracing this is constant-folded away: recording the module
-            # there would be a side effect Dynamo refuses. Compiled code gets its module paths
-            # from Inductor's provenance instead.
-            if not is_compiling():
-                seen.setdefault(id(module), module)
-                if on_call is not None:
-                    on_call()
-
-        self._handle = torch.nn.modules.module.register_module_forward_pre_hook(hook)
-        # torch warns that global hooks fire once more for an OptimizedModule: harmless for a
-        # hook that only remembers modules, and noise in the user's output.
-        warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks")
-
-    def remove(self) -> None:
-        if self._handle is not None:
-            self._handle.remove()
-            self._handle = None
-
-    def resolve(self) -> None:
-        if len(self._paths) >= len(self._seen):
-            return
-        children: set[int] = set()
-        for mod in self._seen.values():
-            for _, sub in mod.named_modules():
-                if sub is not mod:
-                    children.add(id(sub))
-        for key, mod in self._seen.items():
-            if key in children:
-                continue
-            root_name = type(mod).__name__
-            for name, sub in mod.named_modules():
-                self._paths.setdefault(id(sub), (name or root_name, type(sub).__name__))
-
-    def path(self, self_ptr: int) -> tuple[str, str] | None:
-        return self._paths.get(self_ptr)
-
-
 class Session:
-    """One profile being collected. Not thread-safe; one per process (see api.py)."""
+    """One profile being collected. Not thread-safe; one per process (see api.py).
+
+    Recording is a series of *windows* (one torch.profiler run each). A window is folded into the
+    tree and dropped when it closes, so memory holds the tree, not the events. Windows open and close
+    only at safe points (safepoint.py): at ``step()``, at ``nn.Module`` calls and at torch calls from
+    Python (seen through the LineMode). A window is closed and a new one opened when it has run
+    ``fold_seconds`` or seen ``fold_calls`` torch calls, when the shape-recording window is over, and
+    where the plan (skip_first, schedule, steps, duration) says recording stops or starts.
+    """
 
     def __init__(
         self,
@@ -104,23 +63,39 @@ class Session:
         skip_first: int = 0,
         compile_capture: bool = True,
         argv: list[str] | None = None,
+        plan: Plan | None = None,
+        record_from: str = "start",
+        fold_seconds: float = FOLD_SECONDS_DEFAULT,
+        fold_calls: int = FOLD_CALLS_DEFAULT,
     ) -> None:
         if shapes not in SHAPE_MODES:
             raise ValueError(f"shapes must be one of {', '.join(SHAPE_MODES)}, not {shapes!r}")
+        if record_from not in RECORD_FROM:
+            raise ValueError(f"record_from must be one of {', '.join(RECORD_FROM)}, not {record_from!r}")
         self.shapes = shapes
         self.shape_seconds = shape_seconds
         self._shapes_sampled = False  # the shape-recording window is over
         self._window_shapes = False
         self._window_start = 0.0
+        self._window_calls = 0
         self._shaped: dict[str, dict[int, float]] = {}
         self.profile_memory = profile_memory
-        self.skip_first = skip_first
+        self.plan = plan if plan is not None else Plan(skip_first=skip_first)
+        self.record_from = record_from
+        self._armed = record_from == "first-call"  # waiting for the program's own first op or module call
+        self.fold_seconds = fold_seconds
+        self.fold_calls = fold_calls
         self.builder = ProfileBuilder()
         self.timeline = TimelineBuilder()
-        self.modules = ModuleRegistry(self._maybe_end_shape_window if shapes == "sample" else None)
+        self.modules = ModuleRegistry(self._checkpoint)
+        self.ranges = RangeCounter()
+        self.lines: LineMode | None = None
         self.scope_metrics: dict[str, deque[dict[str, float]]] = defaultdict(deque)
         self.steps = 0
+        self.recorded_steps = 0
+        self.recorded_seconds = 0.0
         self.windows = 0
+        self.deferred = 0  # window changes put off because the point was not safe
         self.start_time = time.time()
         self.argv = list(argv if argv is not None else sys.argv)
         self._prof: Any = None
@@ -128,27 +103,146 @@ class Session:
         self._device_run = False
         self._cuda = False
         self._compile: Any = None
+        self._triton: Any = None  # Proton-style launch metrics, when the program uses Triton
         self._want_compile = compile_capture
+        self._paused = False  # deactivate() from the API
+        self._compiling = False  # torch.compile is compiling: not recorded (its events are huge)
+        self._compile_callbacks: tuple[Any, Any] | None = None
+        self.compile_pauses = 0
         self._finalized = False
+        self._busy = False  # inside a window change: hooks fired from it are ignored
         self.warnings: list[str] = []
-        self.fold_seconds = 0.0
+        self.fold_time = 0.0
         self.events = 0
 
     # --- lifecycle ---------------------------------------------------------------
     def start(self) -> None:
+        self.ranges.install()
         self.modules.install()
         if self._want_compile:
             self._compile = _start_compile_capture(self.warnings)
-        if self.skip_first <= 0:
-            self.activate()
+        self._pause_while_compiling()
+        from .torch_lines import LineMode
+
+        self.lines = LineMode(self._on_torch_call, every=1 if self._armed else FOLD_CHECK_CALLS)
+        self.lines.__enter__()  # type: ignore[no-untyped-call]
+        if not self._armed:
+            self._checkpoint()
 
     @property
     def active(self) -> bool:
         return self._prof is not None
 
     def activate(self) -> None:
-        if self._prof is not None or self._finalized:
+        """API: resume recording (at this point, if it is safe; else at the next safe point)."""
+        self._paused = False
+        self._armed = False
+        self._checkpoint()
+
+    def deactivate(self) -> None:
+        """API: pause recording. Stopping is always safe."""
+        self._paused = True
+        with _sigint_deferred():  # a Ctrl-C mid-fold would lose the window's events
+            self._close_window()
+
+    def step(self) -> None:
+        """Mark a step boundary: the plan counts steps; a due fold happens here."""
+        if self._prof is not None:
+            self.recorded_steps += 1
+        self.steps += 1
+        self._armed = False
+        self._checkpoint()
+
+    def _on_torch_call(self) -> None:
+        if self._armed:
+            caller = sys._getframe(2).f_code.co_filename  # _on_torch_call <- __torch_function__ <- caller
+            if not is_user_file(caller):
+                return
+            self._armed = False
+            if self.lines is not None:
+                self.lines.every = FOLD_CHECK_CALLS
+        self._checkpoint()
+
+    def _pause_while_compiling(self) -> None:
+        """Compiling records millions of Python events and is not the program's steady state: stop the
+        window when torch.compile starts (stopping is safe anywhere) and let the next safe point after it
+        start a new one. Compile times come from torch's own compile metrics (collect.compile)."""
+        try:
+            from torch._dynamo.callback import callback_handler
+        except ImportError:  # pragma: no cover - older torch
             return
+
+        def started(_args: Any) -> None:
+            self._compiling = True
+            if self._prof is not None:
+                self.compile_pauses += 1
+                self._close_window()
+
+        def ended(_args: Any) -> None:
+            self._compiling = False
+
+        callback_handler.register_start_callback(started)
+        callback_handler.register_end_callback(ended)
+        self._compile_callbacks = (started, ended)
+
+    def _forget_compile_callbacks(self) -> None:
+        if self._compile_callbacks is None:
+            return
+        from torch._dynamo.callback import callback_handler
+
+        started, ended = self._compile_callbacks
+        for remove, cb in (
+            (callback_handler.remove_start_callback, started),
+            (callback_handler.remove_end_callback, ended),
+        ):
+            with contextlib.suppress(ValueError):
+                remove(cb)
+        self._compile_callbacks = None
+
+    def _wanted(self) -> bool:
+        if self._armed or self._paused or self._finalized or self._compiling:
+            return False
+        seconds = self.recorded_seconds
+        if self._prof is not None:
+            seconds += time.perf_counter() - self._window_start
+        return self.plan.wants(self.steps, self.recorded_steps, seconds)
+
+    def _checkpoint(self) -> None:
+        """A point between ops (module call, torch call, step): open, close or turn over a window."""
+        if self._busy or self._finalized or (self._armed and self._prof is None):
+            return
+        want = self._wanted()
+        if self._prof is None:
+            if want:
+                self._change(close=False)
+        elif not want:
+            with _sigint_deferred():
+                self._close_window()
+        elif self._fold_due():
+            self._change(close=True)
+
+    def _fold_due(self) -> bool:
+        elapsed = time.perf_counter() - self._window_start
+        if self._window_shapes and self.shapes == "sample" and elapsed >= self.shape_seconds:
+            return True
+        calls = self.lines.calls - self._window_calls if self.lines is not None else 0
+        return elapsed >= self.fold_seconds or calls >= self.fold_calls
+
+    def _change(self, close: bool) -> None:
+        """Open a window (closing the current one first): only where no op can be open across it."""
+        if not restart_is_safe(self.ranges):
+            self.deferred += 1
+            return
+        self._busy = True
+        try:
+            with _sigint_deferred():
+                if close:
+                    self._close_window()
+                self._open_window()
+        finally:
+            self._busy = False
+
+    def _open_window(self) -> None:
         import torch
         from torch.profiler import ProfilerActivity, profile
 
@@ -157,7 +251,6 @@ class Session:
         if self._cuda:
             activities.append(ProfilerActivity.CUDA)
         self._window_shapes = self.shapes == "all" or (self.shapes == "sample" and not self._shapes_sampled)
-        gc.collect()
         with _quiet_fd(2):
             prof = profile(
                 activities=activities,
@@ -167,31 +260,21 @@ class Session:
                 with_modules=True,
             )
             prof.__enter__()  # type: ignore[no-untyped-call]
+        if self._triton is None and "triton" in sys.modules:
+            from .triton.launches import LaunchRecorder
+
+            self._triton = LaunchRecorder.install_if_available()
         self._prof = prof
         self.windows += 1
         self._window_start = time.perf_counter()
+        self._window_calls = self.lines.calls if self.lines is not None else 0
 
-    def _maybe_end_shape_window(self) -> None:
-        """At a module call (between ops): end the shape-recording window once it has run long enough."""
-        if (
-            self._window_shapes
-            and self.shapes == "sample"
-            and self._prof is not None
-            and time.perf_counter() - self._window_start >= self.shape_seconds
-        ):
-            with _sigint_deferred():
-                self._deactivate()
-                self.activate()
-
-    def deactivate(self) -> None:
-        with _sigint_deferred():  # a Ctrl-C mid-fold would lose the window's events
-            self._deactivate()
-
-    def _deactivate(self) -> None:
+    def _close_window(self) -> None:
         prof = self._prof
         if prof is None:
             return
         self._prof = None
+        self.recorded_seconds += time.perf_counter() - self._window_start
         with _quiet_fd(2):
             prof.__exit__(None, None, None)
         t0 = time.perf_counter()
@@ -199,15 +282,9 @@ class Session:
         if self._window_shapes and self.shapes == "sample":
             self._shapes_sampled = True
             self._shaped = {m: dict(self.builder.metric_values(m)) for m in ("count", "flops", "bytes")}
-        self.fold_seconds += time.perf_counter() - t0
         del prof
-        gc.collect()
-
-    def step(self) -> None:
-        """Mark a step boundary; the first ``skip_first`` steps are not recorded."""
-        self.steps += 1
-        if self.steps == self.skip_first and not self.active:
-            self.activate()
+        gc.collect()  # the window's events: freed here, not in a later timed step
+        self.fold_time += time.perf_counter() - t0
 
     def scope_enter(self, name: str, metrics: dict[str, float] | None) -> bool:
         if not self.active:
@@ -217,15 +294,27 @@ class Session:
 
     def finalize(self) -> Profile:
         if not self._finalized:
-            self.deactivate()
-            self.modules.remove()
+            with _sigint_deferred():
+                self._close_window()
             self._finalized = True
+            if self.lines is not None:
+                self.lines.__exit__(None, None, None)  # type: ignore[no-untyped-call]
+                self.lines = None
+            self.modules.remove()
+            self.ranges.remove()
+            self._forget_compile_callbacks()
+            self._notes()
         metadata = self._metadata()
         if self._compile is not None:
             metadata["compile"] = self._compile.diagnostics()
             self.warnings.extend(self._compile.warnings)
             self._compile.__exit__(None, None, None)
             self._compile = None
+        if self._triton is not None:
+            self._triton.remove()
+            self._triton.graft(self.builder)
+            self.warnings.extend(self._triton.warnings)
+            self._triton = None
         metadata["warnings"] = list(self.warnings)
         timeline = self.timeline.build() if len(self.timeline) else None
         if self._shaped:
@@ -235,6 +324,36 @@ class Session:
         for metric in ("time_ns", "cpu_time_ns", "count"):
             self.builder.ensure_metric(metric)
         return prune_empty(self.builder.build(metadata, timeline))
+
+    def _notes(self) -> None:
+        """Say what the user may not expect: nothing recorded, a skip that never ended, threads."""
+        if self.plan.skip_first and self.steps < self.plan.skip_first:
+            self.warnings.append(
+                f"--skip-first {self.plan.skip_first} was given but the program called kernelscope.step() "
+                f"{self.steps} time(s): nothing after the skipped steps was recorded"
+            )
+        if self.windows == 0:
+            why = (
+                "the program never ran a torch op or module call from its own code"
+                if self._armed
+                else "no step was due"
+            )
+            self.warnings.append(f"nothing was recorded ({why})")
+        elif self.events == 0:
+            self.warnings.append("nothing was recorded: the profiled windows held no torch events")
+        others = [
+            t.name
+            for t in threading.enumerate()
+            if t is not threading.main_thread()
+            and t.is_alive()
+            and not t.daemon
+            and not t.name.startswith("kernelscope")
+        ]
+        if others:
+            self.warnings.append(
+                f"{len(others)} other Python thread(s) alive at the end ({', '.join(others[:3])}): "
+                "torch work on threads the program started is not recorded"
+            )
 
     def _extrapolate_costs(self) -> dict[str, Any]:
         """FLOPs/bytes for calls made after the shape window: per-call values of the same context."""
@@ -259,11 +378,12 @@ class Session:
 
     # --- folding ---------------------------------------------------------------
     def _fold(self, prof: Any) -> None:
-        from ..build.torch_tree import TreeWalker, WalkState
+        from ..attribute.torch_device import fold_device_events
+        from ..attribute.torch_tree import TreeWalker, WalkState
 
         results = prof.profiler.kineto_results
         # device kernels come from Kineto's flat event list; a CPU-only session has none to look for
-        device_events = [e for e in results.events() if _is_device(e)] if self._cuda else []
+        device_events = [e for e in results.events() if is_device_event(e)] if self._cuda else []
         self._device_run = self._device_run or bool(device_events)
         self.modules.resolve()
         if self._walk_state is None:
@@ -289,58 +409,15 @@ class Session:
         self.events += self._walk_state.events
         self._walk_state.events = 0
         if device_events:
-            self._fold_device(device_events)
+            fold_device_events(self.builder, self.timeline, self._walk_state.corr_node, device_events)
         self._walk_state.corr_node.clear()
-
-    def _fold_device(self, events: list[Any]) -> None:
-        from ..model import Frame
-
-        b = self.builder
-        corr_node = self._walk_state.corr_node
-        for e in events:
-            node = corr_node.get(e.linked_correlation_id(), 0)
-            device = f"cuda:{e.device_index()}"
-            stream = int(e.device_resource_id())
-            name = e.name()
-            kernel = b.child(node, Frame.kernel(name, device, stream))
-            dur = float(e.duration_ns())
-            b.add(kernel, "time_ns", dur)
-            b.add(kernel, "count", 1.0)
-            cat = (
-                Category.MEMCPY
-                if "memcpy" in name.lower()
-                else Category.MEMSET
-                if "memset" in name.lower()
-                else Category.KERNEL
-            )
-            if "nccl" in name.lower():
-                cat = Category.COMM
-            track = self.timeline.track(f"stream {stream}", device)
-            self.timeline.add(
-                kernel, track, int(e.start_ns()), int(dur), cat, LINKED if node else 0, e.correlation_id()
-            )
 
     def _metadata(self) -> dict[str, Any]:
         import torch
 
         from .. import __version__
 
-        devices: list[dict[str, Any]] = [
-            {"type": "cpu", "name": platform.processor() or platform.machine(), "cores": os.cpu_count()}
-        ]
-        if torch.cuda.is_available():
-            for i in range(torch.cuda.device_count()):
-                p = torch.cuda.get_device_properties(i)
-                devices.append(
-                    {
-                        "type": "cuda",
-                        "index": i,
-                        "name": p.name,
-                        "arch": f"sm_{p.major}{p.minor}",
-                        "sms": p.multi_processor_count,
-                        "memory_bytes": p.total_memory,
-                    }
-                )
+        devices = torch_devices()
         return {
             "tool": "kernelscope",
             "tool_version": __version__,
@@ -357,23 +434,24 @@ class Session:
             "steps": self.steps,
             "windows": self.windows,
             "events": self.events,
-            "fold_seconds": self.fold_seconds,
+            "fold_seconds": self.fold_time,
+            "recording": {
+                "from": self.record_from,
+                "plan": self.plan.describe(),
+                "recorded_steps": self.recorded_steps,
+                "recorded_seconds": self.recorded_seconds,
+                "deferred_window_changes": self.deferred,
+                "paused_for_compiling": self.compile_pauses,
+            },
             "device_run": self._device_run,
         }
-
-
-def _is_device(e: Any) -> bool:
-    try:
-        return str(e.device_type()).endswith("CUDA")
-    except Exception:  # pragma: no cover - older KinetoEvent APIs
-        return False
 
 
 def _placer(capture: Any) -> Any:
     if capture is None:
         return None
     try:
-        from ..build.compiled_placer import CapturePlacer
+        from ..attribute.compiled_placer import CapturePlacer
     except ImportError:
         return None
     return CapturePlacer(capture)
@@ -391,56 +469,3 @@ def _start_compile_capture(warnings: list[str]) -> Any:
         warnings.append(f"torch.compile provenance capture unavailable ({exc.__class__.__name__}: {exc})")
         return None
     return capture
-
-
-def _git_commit() -> str | None:
-    import subprocess
-
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=2, check=False
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out or None
-
-
-@contextlib.contextmanager
-def _sigint_deferred() -> Iterator[None]:
-    """Hold a Ctrl-C until the block is done, then raise it (main thread only; elsewhere a no-op)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    pending: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: pending.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if pending:
-        raise KeyboardInterrupt
-
-
-class _quiet_fd:
-    """Silence a file descriptor (torch 2.13 prints USDT lines on profiler start/stop)."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.saved: int | None = None
-
-    def __enter__(self) -> None:
-        if os.environ.get("KERNELSCOPE_DEBUG"):
-            return
-        try:
-            sys.stderr.flush()
-            self.saved = os.dup(self.fd)
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, self.fd)
-            os.close(devnull)
-        except OSError:
-            self.saved = None
-
-    def __exit__(self, *exc: object) -> None:
-        if self.saved is not None:
-            os.dup2(self.saved, self.fd)
-            os.close(self.saved)

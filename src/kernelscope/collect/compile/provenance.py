@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...build.costs import op_flops
+from ...attribute.costs import op_flops
 from ...model import Frame
 from ..userframes import display_path, is_user_file
 

@@ -39,6 +39,8 @@ from .spill import I64, RunStore, TempArea
 from .tables import EventTables, HostTable
 
 UNLINKED_SCOPE = "launched before trace"
+# backward work with no forward op and no context of its own (gradient accumulation, DDP's reducer)
+NO_FORWARD_SCOPE = "backward without a forward op"
 
 _DEVICE_CATEGORY = {
     Kind.KERNEL: Category.KERNEL,
@@ -50,7 +52,7 @@ _DEVICE_CATEGORY = {
 _BLOCK = 1 << 14  # events converted to Python lists at a time (two blocks are alive at once)
 
 # stack entry fields
-_END, _NODE, _DUR, _CHILD, _FLOPS, _CHILD_FLOPS, _BW, _KIND = range(8)
+_END, _NODE, _DUR, _CHILD, _FLOPS, _CHILD_FLOPS, _BW, _KIND, _LABEL = range(9)
 
 
 class _Rows(RunStore):
@@ -125,9 +127,10 @@ class _Tree:
         return out
 
     def forward_context(self, op_node: int) -> int:
-        """The nearest ancestor of ``op_node`` that is not an op: its user line / module context."""
+        """The nearest ancestor of ``op_node`` that is not an op or a compiled region: its user line /
+        module context."""
         node = op_node
-        while node > 0 and self.b.frame_of(node).kind is FrameKind.OP:
+        while node > 0 and self.b.frame_of(node).kind in (FrameKind.OP, FrameKind.REGION):
             node = self.b.parent_of(node)
         return node
 
@@ -191,6 +194,7 @@ def _sweep_host(
         return {}
     h.finish()
     bw_set = h.bw_threads
+    bw_labels = tables.backward_labels
     # autograd threads after forward threads: their ops look up forward ops
     thread_order = sorted(h.groups(), key=lambda t: (t in bw_set, t))
 
@@ -203,6 +207,7 @@ def _sweep_host(
     fwd_seq: dict[int, int] = {}  # sequence number -> forward op node
     fwd_seq_from_bw: set[int] = set()
     K_STEP, K_OP, K_RUNTIME, K_SYNC, K_MEMORY = Kind.STEP, Kind.OP, Kind.RUNTIME, Kind.SYNC, Kind.MEMORY
+    K_REGION = Kind.REGION
     C_OP, C_RUNTIME, C_SYNC = int(Category.OP), int(Category.RUNTIME), int(Category.SYNC)
     overlaps = 0
     unmatched_bw = 0
@@ -244,7 +249,6 @@ def _sweep_host(
                 cur = t
                 track = t
                 is_bw_thread = t in bw_set
-                base = tree.child_frame(0, Frame.backward()) if is_bw_thread else 0
             s = st[i]
             e_ = en[i]
             while stack:  # close what ended before this event (pop(), inlined: the hottest loop)
@@ -288,25 +292,36 @@ def _sweep_host(
                 count[step] += 1
                 node = b.path(tree.path_frames(parent, stop=base), start=step) if parent != base else step
             else:
-                if k == K_OP and is_bw_thread and not in_bw and fw[i] > 0:
+                label = nm[i]
+                if in_bw and k == K_OP and stack and stack[-1][_LABEL] == label and label in bw_labels:
+                    # the autograd node's own op inside `evaluate_function: X`: folded into it
+                    stack.append([e_, parent, e_ - s, 0, val[i], False, True, k, -1])
+                    continue
+                if k in (K_OP, K_REGION) and not in_bw and (fw[i] > 0 or label in bw_labels):
+                    # an autograd op (every vintage marks them with a Fwd thread id): under the forward
+                    # context of the op with its sequence number; else under the context that ran backward()
                     fwd_op = fwd_seq.get(seq[i])
                     if fwd_op is not None:
                         parent = tree.child_frame(tree.forward_context(fwd_op), Frame.backward())
                     else:
                         unmatched_bw += 1
+                        if parent == base:
+                            parent = tree.child_frame(base, Frame.scope(NO_FORWARD_SCOPE))
+                        parent = tree.child_frame(parent, Frame.backward())
                     in_bw = True
                 node = child(parent, nm[i])
                 count[node] += 1
-                if k == K_OP:
-                    if ext[i] >= 0:
-                        o_add((ext[i], node))
+                if k in (K_OP, K_REGION):
                     sq = seq[i]
                     if sq >= 0 and fw[i] <= 0 and (not is_bw_thread or sq not in fwd_seq or sq in fwd_seq_from_bw):
                         fwd_seq[sq] = node
                         if is_bw_thread:
                             fwd_seq_from_bw.add(sq)
+                if k == K_OP:
+                    if ext[i] >= 0:
+                        o_add((ext[i], node))
                     r_add((node, track, s, e_ - s, C_OP, 0, -1))
-            stack.append([e_, node, e_ - s, 0, val[i] if k == K_OP else 0.0, False, in_bw, k])
+            stack.append([e_, node, e_ - s, 0, val[i] if k == K_OP else 0.0, False, in_bw, k, nm[i]])
     while stack:
         pop()
 

@@ -146,6 +146,7 @@ SYNC_CALLS = frozenset(
 _COMM = re.compile(
     r"nccl|rccl|allreduce|all_reduce|allgather|all_gather|reducescatter|reduce_scatter|sendrecv|alltoall", re.I
 )
+BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 _STEP = re.compile(r"ProfilerStep#\d+$")
 _REGION_PREFIXES = ("Torch-Compiled Region", "## Call CompiledFxGraph", "CompiledFunction", "## Call ")
 

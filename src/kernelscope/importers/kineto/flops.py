@@ -1,5 +1,5 @@
 """FLOPs for trace ops: decode Kineto's ``Input Dims`` / ``Concrete Inputs`` and apply the shared
-rules of ``build.costs`` (the same table live runs use)."""
+rules of ``attribute.costs`` (the same table live runs use)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import msgspec
 
-from ...build.costs import FLOP_RULES
-from ...build.costs import op_flops as _rule_flops
+from ...attribute.costs import FLOP_RULES
+from ...attribute.costs import op_flops as _rule_flops
 
 __all__ = ["FLOP_RULES", "op_flops"]
 

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...model import Frame
-from .events import CATEGORIES, Kind, RawEvent, host_kind, is_comm_kernel, region_name
+from .events import BACKWARD_PREFIX, CATEGORIES, Kind, RawEvent, host_kind, is_comm_kernel, region_name
 from .flops import FLOP_RULES, op_flops
 from .pyframes import python_frame
 from .spill import I64, RunStore, TempArea
@@ -119,6 +119,7 @@ class EventTables:
         # (cat, name) -> (kind, frame-or-name index); -1 index = skip
         self._classes: dict[tuple[Any, Any], tuple[Kind, int]] = {}
         self.triton_files: dict[str, str] = {}
+        self.backward_labels: set[int] = set()  # frames of `autograd::engine::evaluate_function: X` ops
         self.events_seen = 0
         self.categories: Counter[str] = Counter()
 
@@ -175,6 +176,12 @@ class EventTables:
             if kind is Kind.REGION:
                 return kind, self._frame(Frame.region(region_name(name)))
             if kind is Kind.OP:
+                if name.startswith(BACKWARD_PREFIX):
+                    # `autograd::engine::evaluate_function: XBackward0` is the autograd node X: one op
+                    # frame for it (the X op inside folds into it), as live runs name it
+                    label = self._frame(Frame.op(name[len(BACKWARD_PREFIX) :]))
+                    self.backward_labels.add(label)
+                    return kind, label
                 return kind, self._frame(Frame.op(name))
             return kind, self._frame(Frame.scope(name))
         if base is Kind.RUNTIME:

@@ -211,7 +211,8 @@ class TreeWalker:
                         frame = None
                 except UnicodeDecodeError:  # torch can hand back undecodable names (dynamo frames)
                     frame = None
-                if frame is not None:
+                if frame is not None and b.frame_of(node) != frame:
+                    # (a builtin call and the LineMode's __torch_function__ inside it report one line)
                     node = b.child(node, frame)
                 fn = None  # the PyCall's extra fields: its callsite is read only if an op sits right below
                 if tag == "PyCall":
@@ -297,6 +298,7 @@ class TreeWalker:
             return
 
         wrapper = False
+        folded = False
         if name.startswith(BACKWARD_PREFIX):
             bwd_name = name[len(BACKWARD_PREFIX) :]
             fwd = st.fwd_ctx.get(ex.sequence_number) if ex.sequence_number >= 0 else None
@@ -310,8 +312,9 @@ class TreeWalker:
             # a compiled graph's backward: its own time is the wrapper's (and a lazy compile's), not kernels'
             wrapper = bwd_name == "CompiledFunctionBackward"
         elif scope == "BACKWARD_FUNCTION" and b.frame_of(ctx).name == name:
-            node = ctx  # the node inside `evaluate_function: X` is X again: fold it in
+            node = ctx  # the node inside `evaluate_function: X` is X again: fold it in (one call, not two)
             wrapper = name == "CompiledFunctionBackward"
+            folded = True
         elif name.startswith(REGION_PREFIXES):
             if ex.sequence_number >= 0 and bwd_base < 0:
                 st.fwd_ctx[ex.sequence_number] = fctx
@@ -339,7 +342,8 @@ class TreeWalker:
                     return
             node = self._op(ctx, name)
 
-        b.add(node, "count", 1.0)
+        if not folded:
+            b.add(node, "count", 1.0)
         b.add(node, "cpu_time_ns", self_ns)
         if not (self.device_run or wrapper or (self._compile_sids and any(a in self._compile_sids for a in applied))):
             b.add(node, "time_ns", self_ns)  # work done while compiling is host time, not the program's

@@ -1,0 +1,1 @@
+"""Attribute: collected events into a Profile (deterministic, unit-testable from synthetic events)."""

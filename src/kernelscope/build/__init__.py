@@ -1,1 +1,0 @@
-"""Build: raw collected events into a Profile (deterministic, unit-testable from synthetic events)."""
