@@ -82,3 +82,8 @@ def test_plain_c_signatures_lose_their_arguments_prose_does_not() -> None:
         "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t"
     )
     assert short_kernel_name("Memcpy DtoD (Device -> Device)") == "Memcpy DtoD (Device -> Device)"
+
+
+def test_clone_suffixes_go() -> None:
+    name = "transformer_engine::fused_attn_rocm::populate_rng_state_kernel(long*, long const*, long) [clone .kd]"
+    assert short_kernel_name(name) == "transformer_engine::fused_attn_rocm::populate_rng_state_kernel"

@@ -42,19 +42,22 @@ def _date(md: dict[str, Any]) -> str | None:
 
 
 def _devices(md: dict[str, Any]) -> tuple[str, ...]:
-    out: list[str] = []
+    names: list[str] = []
     for d in md.get("devices") or []:
         if isinstance(d, dict):
-            name = str(d.get("name") or d.get("type") or "device")
+            name = str(d.get("name") or "")
             if d.get("type") == "cpu":
                 cores = d.get("cores")
-                name = f"cpu {name}" + (f" ({cores} cores)" if cores else "")
-            out.append(name)
+                name = f"cpu {name or 'device'}" + (f" ({cores} cores)" if cores else "")
+            elif not name:
+                vendor = d.get("device_vendor")
+                name = f"{vendor} GPU" if vendor else str(d.get("type") or d.get("device") or "device")
+            names.append(name)
     props = md.get("deviceProperties")
     if isinstance(props, list):
-        names = [str(d.get("name")) for d in props if isinstance(d, dict) and d.get("name")]
-        out.extend(f"{n} ×{names.count(n)}" if names.count(n) > 1 else n for n in dict.fromkeys(names))
-    return tuple(out)
+        names.extend(str(d.get("name")) for d in props if isinstance(d, dict) and d.get("name"))
+    # one entry per kind of device: "NVIDIA B200 ×8"
+    return tuple(f"{n} ×{names.count(n)}" if names.count(n) > 1 else n for n in dict.fromkeys(names))
 
 
 def _source(md: dict[str, Any]) -> str:

@@ -15,6 +15,7 @@ from ..model import Frame, FrameKind
 ELLIPSIS = "…"
 MIN_WIDTH = 12
 LONG_KERNEL = 80
+BASE_KEEP = 24  # a file name keeps this much before the function after it is cut
 
 
 def cut_end(text: str, width: int) -> str:
@@ -62,9 +63,9 @@ def located(file: str, line: int, rest: str, width: int) -> str:
         return full
     base = file.rsplit("/", 1)[-1]
     room = width - len(loc) - len(rest)
-    if room >= min(len(file), len(base), 16):
+    if room >= min(len(file), len(base), BASE_KEEP):
         return shorten_path(file, room) + loc + rest
-    head = shorten_path(file, max(1, min(len(base), 16, width - len(loc)))) + loc
+    head = shorten_path(file, max(1, min(len(base), BASE_KEEP, width - len(loc)))) + loc
     left = width - len(head)
     return head + cut_end(rest, left) if left >= 5 else head
 
@@ -107,6 +108,7 @@ def _drop_arguments(s: str) -> str:
     return s
 
 
+_CLONE = re.compile(r"\s*\[clone [^\]]*\]$")
 _SIGNATURE = re.compile(r"^\w+(?:<[^()]*>)?\(.*\)$")  # name(args) with no space before "(": C++, not prose
 _LAMBDA = re.compile(r"(?:::)?\{lambda\([^{}]*\)#\d+\}|::operator\(\)\(\) const")
 _PARAMS = re.compile(r"\((?:[\w:&*<>,\s]|\(\))*\)")
@@ -141,7 +143,7 @@ def short_kernel_name(name: str) -> str:
     """A C++ kernel signature as its qualified name and outer template arguments: no ``void``, no
     argument list, no lambdas or namespaces inside the template arguments, nested template
     arguments as ``…``. Other names are left as they are."""
-    s = name.strip()
+    s = _CLONE.sub("", name.strip())  # "[clone .kd]": the compiler's copy of the same kernel
     if "::" not in s and not s.startswith("void ") and not _SIGNATURE.match(s):
         return s
     if s.startswith("void "):
