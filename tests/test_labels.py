@@ -41,7 +41,7 @@ def test_located_fits_and_keeps_the_line_number(parts: list[str], line: int, res
         (
             "void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16, float, c10::BFloat16, "
             "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(c10::BFloat16*, c10::BFloat16 const*, int)",
-            "at::native::cunn_SoftMaxForward<…>",  # outer arguments too long to keep
+            "at::native::cunn_SoftMaxForward<…SoftMaxForwardEpilogue…>",  # outer arguments too long: the telling one
         ),
         (
             "void cutlass::Kernel2<cutlass_75_tensorop_bf16_s1688gemm_bf16_256x128_tn_align1>"
@@ -87,3 +87,16 @@ def test_plain_c_signatures_lose_their_arguments_prose_does_not() -> None:
 def test_clone_suffixes_go() -> None:
     name = "transformer_engine::fused_attn_rocm::populate_rng_state_kernel(long*, long const*, long) [clone .kd]"
     assert short_kernel_name(name) == "transformer_engine::fused_attn_rocm::populate_rng_state_kernel"
+
+
+def test_long_template_kernels_keep_their_most_telling_argument() -> None:
+    name = (
+        "void ck_tile::kentry<ck_tile::gfx950_t, 2, ck_tile::FmhaBwdOGradDotOKernel<ck_tile::BlockFmhaBwdOGradDotO<"
+        "ck_tile::BlockFmhaBwdOGradDotOPipelineProblem<std::bfloat16_t, std::bfloat16_t, float, 64, 128, false, "
+        "ck_tile::TileFmhaBwdOGradDotOTraits<false, false, 2> >, ck_tile::BlockFmhaBwdPipelineDefaultPolicy> >, "
+        "ck_tile::FmhaBwdOGradDotOKernel<ck_tile::BlockFmhaBwdOGradDotO<ck_tile::BlockFmhaBwdOGradDotOPipelineProblem<"
+        "std::bfloat16_t, std::bfloat16_t, float, 64, 128, false, ck_tile::TileFmhaBwdOGradDotOTraits<false, false, "
+        "2> >, ck_tile::BlockFmhaBwdPipelineDefaultPolicy> >::FmhaBwdOGradDotOBatchModeKargs>(ck_tile::"
+        "FmhaBwdOGradDotOKernel<…>::FmhaBwdOGradDotOBatchModeKargs) [clone .kd]"
+    )
+    assert short_kernel_name(name) == "ck_tile::kentry<…FmhaBwdOGradDotOKernel…>"

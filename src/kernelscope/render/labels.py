@@ -152,9 +152,31 @@ def short_kernel_name(name: str) -> str:
     s = _LAMBDA.sub("", s)
     s = _PARAMS.sub("", s)
     out = _keep_outer_templates(_unqualify_arguments(s)).replace("> >", ">>").strip()
-    if len(out) > LONG_KERNEL and "<" in out:  # still long: the outer arguments go too
-        out = out[: out.index("<")] + "<…>"
+    if len(out) > LONG_KERNEL and "<" in out:  # still long: keep only the most telling outer argument
+        head, args = out[: out.index("<")], _outer_arguments(out[out.index("<") :])
+        telling = max(args, key=lambda a: sum(ch.isalpha() for ch in a), default="")
+        out = f"{head}<…{telling}…>" if len(telling) > 3 else f"{head}<…>"
     return out or name
+
+
+def _outer_arguments(templ: str) -> list[str]:
+    """``<a, b<…>, c::d>`` → ``["a", "b", "c"]``: each argument without its own arguments or members."""
+    args: list[str] = []
+    cur: list[str] = []
+    depth = 0
+    for ch in templ[1:-1]:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            args.append("".join(cur))
+            cur = []
+            continue
+        if depth == 0 and ch not in "<>":
+            cur.append(ch)
+    args.append("".join(cur))
+    return [a.strip().split("::")[0].replace("…", "") for a in args if a.strip()]
 
 
 def frame_label(frame: Frame, width: int, full_names: bool = False) -> str:
