@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import BadInputError
+from .validate import non_negative_float, non_negative_int, positive_int
 from .view import show
 
 
@@ -36,13 +37,21 @@ class RunCommand:
             "--no-compile-provenance", action="store_true", help="do not capture torch.compile provenance"
         )
         parser.add_argument(
-            "--skip-first", type=int, default=0, metavar="N", help="start recording after N kernelscope.step() calls"
+            "--skip-first",
+            type=non_negative_int,
+            default=0,
+            metavar="N",
+            help="start recording after N kernelscope.step() calls",
         )
         parser.add_argument(
-            "--steps", type=int, default=None, metavar="N", help="stop recording after N recorded steps"
+            "--steps", type=positive_int, default=None, metavar="N", help="stop recording after N recorded steps"
         )
         parser.add_argument(
-            "--duration", type=float, default=None, metavar="S", help="stop recording after S seconds of recording"
+            "--duration",
+            type=non_negative_float,
+            default=None,
+            metavar="S",
+            help="stop recording after S seconds of recording",
         )
         parser.add_argument(
             "--schedule",

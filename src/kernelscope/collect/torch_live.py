@@ -435,6 +435,7 @@ class Session:
             "windows": self.windows,
             "events": self.events,
             "fold_seconds": self.fold_time,
+            "wall_ns": int(self.recorded_seconds * 1e9),  # wall time the recorded windows cover
             "recording": {
                 "from": self.record_from,
                 "plan": self.plan.describe(),

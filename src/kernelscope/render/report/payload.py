@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ... import __version__
-from ...analysis.views import GROUPINGS, node_keys
+from ...analysis.views import GROUPINGS, node_keys, own_nodes
 from ...model import FrameKind, Profile
 from .sources import capture_sources
 from .timeline import timeline_payload
@@ -73,7 +73,9 @@ def _groups(profile: Profile) -> dict[str, dict[str, list[Any]]]:
         keys = node_keys(profile, by)
         table: dict[str, int] = {}
         index = [-1 if k is None else table.setdefault(k, len(table)) for k in keys]
-        out[by] = {"keys": list(table), "node": index}
+        # count is the calls of the key's own frames (views.Grouped), never what runs under them
+        own = own_nodes(profile, by).astype(int).tolist()
+        out[by] = {"keys": list(table), "node": index, "own": own}
     return out
 
 

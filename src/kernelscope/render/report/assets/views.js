@@ -105,7 +105,10 @@ class Views {
         let r = rows.get(key);
         if (!r) rows.set(key, (r = { key: key, values: {}, nodes: null, base: [] }));
         r.base.push(i);
-        for (const m of names) r.values[m] = (r.values[m] || 0) + model.base[m][i];
+        for (const m of names) {
+          if (m === "count" && g.own && !g.own[i]) continue;  // calls of the key's own frames only
+          r.values[m] = (r.values[m] || 0) + model.base[m][i];
+        }
       }
     }
     const out = [...rows.values()];
