@@ -50,6 +50,7 @@ def main() -> int:
                     str(args.steps),
                 ],
                 cwd=args.folder,
+                env={**os.environ, "OMP_NUM_THREADS": "1"},  # oversubscribed BLAS threads swamp any profile
                 capture_output=True,
                 text=True,
             )

@@ -27,7 +27,7 @@ from .torch_meta import is_device_event, torch_devices
 from .userframes import is_user_file
 
 if TYPE_CHECKING:
-    from .torch_lines import LineMode
+    from .torch_lines import Counter, LineMode, OperatorLines
 
 PROFILE_MEMORY_DEFAULT = True
 RECORD_FROM = ("start", "first-call")
@@ -87,9 +87,11 @@ class Session:
         self.fold_calls = fold_calls
         self.builder = ProfileBuilder()
         self.timeline = TimelineBuilder()
-        self.modules = ModuleRegistry(self._checkpoint)
+        self.modules = ModuleRegistry(self._on_module_call)
         self.ranges = RangeCounter()
-        self.lines: LineMode | None = None
+        self.lines: LineMode | None = None  # while waiting for the first op, and for module-less programs
+        self.operators: OperatorLines | None = None
+        self.calls: Counter | None = None
         self.scope_metrics: dict[str, deque[dict[str, float]]] = defaultdict(deque)
         self.steps = 0
         self.recorded_steps = 0
@@ -111,6 +113,7 @@ class Session:
         self.compile_pauses = 0
         self._finalized = False
         self._busy = False  # inside a window change: hooks fired from it are ignored
+        self._clean_close = True  # the last window closed where no op was open (or none was opened yet)
         self.warnings: list[str] = []
         self.fold_time = 0.0
         self.events = 0
@@ -122,9 +125,12 @@ class Session:
         if self._want_compile:
             self._compile = _start_compile_capture(self.warnings)
         self._pause_while_compiling()
-        from .torch_lines import LineMode
+        from .torch_lines import Counter, LineMode, OperatorLines
 
-        self.lines = LineMode(self._on_torch_call, every=1 if self._armed else FOLD_CHECK_CALLS)
+        self.calls = Counter(self._on_torch_call, every=1 if self._armed else FOLD_CHECK_CALLS)
+        self.operators = OperatorLines(self.calls)
+        self.operators.install()
+        self.lines = LineMode(self.calls)
         self.lines.__enter__()  # type: ignore[no-untyped-call]
         if not self._armed:
             self._checkpoint()
@@ -143,7 +149,7 @@ class Session:
         """API: pause recording. Stopping is always safe."""
         self._paused = True
         with _sigint_deferred():  # a Ctrl-C mid-fold would lose the window's events
-            self._close_window()
+            self._close_window(clean=restart_is_safe(self.ranges))
 
     def step(self) -> None:
         """Mark a step boundary: the plan counts steps; a due fold happens here."""
@@ -155,12 +161,25 @@ class Session:
 
     def _on_torch_call(self) -> None:
         if self._armed:
-            caller = sys._getframe(2).f_code.co_filename  # _on_torch_call <- __torch_function__ <- caller
+            # _on_torch_call <- Counter.tick <- the operator wrapper or __torch_function__ <- its caller
+            caller = sys._getframe(3).f_code.co_filename
             if not is_user_file(caller):
                 return
             self._armed = False
-            if self.lines is not None:
-                self.lines.every = FOLD_CHECK_CALLS
+            if self.calls is not None:
+                self.calls.rearm(FOLD_CHECK_CALLS)
+        self._checkpoint()
+
+    def _on_module_call(self) -> None:
+        """A module call (outside any torch function call): the safe place to drop the LineMode, once
+        module calls and operators can drive the checkpoints (it costs a Python call per torch call)."""
+        if self.lines is not None and not self._armed:
+            from torch.overrides import _get_current_function_mode_stack
+
+            stack = _get_current_function_mode_stack()  # type: ignore[no-untyped-call]
+            if stack and stack[-1] is self.lines:  # never pop a mode the program pushed after ours
+                self.lines.__exit__(None, None, None)  # type: ignore[no-untyped-call]
+                self.lines = None
         self._checkpoint()
 
     def _pause_while_compiling(self) -> None:
@@ -217,7 +236,7 @@ class Session:
                 self._change(close=False)
         elif not want:
             with _sigint_deferred():
-                self._close_window()
+                self._close_window(clean=restart_is_safe(self.ranges))
         elif self._fold_due():
             self._change(close=True)
 
@@ -225,19 +244,23 @@ class Session:
         elapsed = time.perf_counter() - self._window_start
         if self._window_shapes and self.shapes == "sample" and elapsed >= self.shape_seconds:
             return True
-        calls = self.lines.calls - self._window_calls if self.lines is not None else 0
+        calls = self.calls.calls - self._window_calls if self.calls is not None else 0
         return elapsed >= self.fold_seconds or calls >= self.fold_calls
 
     def _change(self, close: bool) -> None:
-        """Open a window (closing the current one first): only where no op can be open across it."""
-        if not restart_is_safe(self.ranges):
+        """Open a window (closing the current one first) where no op begun under an earlier window can
+        still be open: when the last window was closed at such a point (or none was ever opened:
+        ops begun with no profiler carry no profiler state), anywhere; otherwise only here and now
+        if the stack shows it (safepoint.py)."""
+        safe_now = (not close and self._clean_close) or restart_is_safe(self.ranges)
+        if not safe_now:
             self.deferred += 1
             return
         self._busy = True
         try:
             with _sigint_deferred():
                 if close:
-                    self._close_window()
+                    self._close_window(clean=True)
                 self._open_window()
         finally:
             self._busy = False
@@ -267,13 +290,16 @@ class Session:
         self._prof = prof
         self.windows += 1
         self._window_start = time.perf_counter()
-        self._window_calls = self.lines.calls if self.lines is not None else 0
+        self._window_calls = self.calls.calls if self.calls is not None else 0
 
-    def _close_window(self) -> None:
+    def _close_window(self, clean: bool = False) -> None:
+        """Stop and fold the window (stopping is safe anywhere). ``clean``: nothing was open here, so a
+        later window may open anywhere."""
         prof = self._prof
         if prof is None:
             return
         self._prof = None
+        self._clean_close = clean
         self.recorded_seconds += time.perf_counter() - self._window_start
         with _quiet_fd(2):
             prof.__exit__(None, None, None)
@@ -300,6 +326,9 @@ class Session:
             if self.lines is not None:
                 self.lines.__exit__(None, None, None)  # type: ignore[no-untyped-call]
                 self.lines = None
+            if self.operators is not None:
+                self.operators.remove()
+                self.operators = None
             self.modules.remove()
             self.ranges.remove()
             self._forget_compile_callbacks()
