@@ -24,7 +24,7 @@ from .modules import ModuleRegistry
 from .plan import Plan
 from .safepoint import RangeCounter, restart_is_safe
 from .torch_meta import is_device_event, torch_devices
-from .userframes import is_user_file
+from .userframes import is_program_file
 
 if TYPE_CHECKING:
     from .torch_lines import Counter, LineMode, OperatorLines
@@ -163,7 +163,7 @@ class Session:
         if self._armed:
             # _on_torch_call <- Counter.tick <- the operator wrapper or __torch_function__ <- its caller
             caller = sys._getframe(3).f_code.co_filename
-            if not is_user_file(caller):
+            if not is_program_file(caller):  # not an import-time op of an installed library
                 return
             self._armed = False
             if self.calls is not None:
