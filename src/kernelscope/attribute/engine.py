@@ -22,117 +22,25 @@ innermost context of each positive ``[memory]`` event.
 from __future__ import annotations
 
 import array
-import mmap
-import os
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
-from ..model import Category, Frame, FrameKind, Profile, ProfileBuilder, Timeline, Track
-from ..model.timeline import _COLUMNS as TIMELINE_DTYPES
-from ..model.timeline import LINKED
+from ..model import Category, Frame, Profile, Track
+from .device_join import UNLINKED_SCOPE, _join_device
 from .records import Kind
-from .spill import I64, RunStore, TempArea
+from .stores import _BLOCK, _Launches, _OpIds, _Rows, _timeline, _Tree
 from .tables import EventTables, HostTable
 
-UNLINKED_SCOPE = "launched before trace"
+__all__ = ["NO_FORWARD_SCOPE", "UNLINKED_SCOPE", "build_profile"]
+
 # backward work with no forward op and no context of its own (gradient accumulation, DDP's reducer)
-NO_FORWARD_SCOPE = "backward without a forward op"
-
-_DEVICE_CATEGORY = {
-    Kind.KERNEL: Category.KERNEL,
-    Kind.MEMCPY: Category.MEMCPY,
-    Kind.MEMSET: Category.MEMSET,
-    Kind.COMM: Category.COMM,
-}
-
-_BLOCK = 1 << 14  # events converted to Python lists at a time (two blocks are alive at once)
-
 # stack entry fields
 _END, _NODE, _DUR, _CHILD, _FLOPS, _CHILD_FLOPS, _BW, _KIND, _LABEL, _MEASURED = range(10)
 
-
-class _Rows(RunStore):
-    """Timeline rows (node, track, start, dur, category, flags, correlation), spilled to disk in runs
-    sorted by (start, track) once they pass ``spill.RUN_ROWS``; merged into column files at the end."""
-
-    FIELDS = ("node", "track", "start_ns", "dur_ns", "category", "flags", "correlation")
-
-    def __init__(self, temp: TempArea) -> None:
-        super().__init__(len(self.FIELDS), _timeline_order, key=2, temp=temp, stem="timeline")
-
-
-def _timeline_order(records: I64) -> npt.NDArray[np.intp]:
-    return np.lexsort((records[:, 1], records[:, 2]))
-
-
-def _order_by(field: int) -> Any:
-    def order(records: I64) -> npt.NDArray[np.intp]:
-        return np.argsort(records[:, field], kind="stable")
-
-    return order
-
-
-class _Launches(RunStore):
-    """Runtime calls with a correlation: (correlation, context node, External id of a call outside every
-    op, else -1), in runs sorted (stably) by correlation: the launch side of the sort-merge join."""
-
-    def __init__(self, temp: TempArea) -> None:
-        super().__init__(3, _order_by(0), key=0, temp=temp, stem="launches")
-
-
-class _OpIds(RunStore):
-    """(External id, node) of every op, in runs sorted (stably) by External id: the fallback for launches
-    outside any op."""
-
-    def __init__(self, temp: TempArea) -> None:
-        super().__init__(2, _order_by(0), key=0, temp=temp, stem="ops")
-
-
-class _Joined(RunStore):
-    """Device events after the join, in runs sorted by their position in the file:
-    (idx, context node or -1 when unlinked, start, dur, kind, name, device, stream, correlation)."""
-
-    def __init__(self, temp: TempArea) -> None:
-        super().__init__(9, _order_by(0), key=0, temp=temp, stem="joined")
-
-
-class _Tree:
-    """ProfileBuilder plus a cache keyed by the tables' own frame indices (cheaper than hashing Frames)."""
-
-    def __init__(self, frames: list[Frame]) -> None:
-        self.b = ProfileBuilder()
-        self.frames = frames
-        self._kids: dict[tuple[int, int], int] = {}
-
-    def child(self, parent: int, label: int) -> int:
-        key = (parent, label)
-        node = self._kids.get(key)
-        if node is None:
-            node = self._kids[key] = self.b.child(parent, self.frames[label])
-        return node
-
-    def child_frame(self, parent: int, frame: Frame) -> int:
-        return self.b.child(parent, frame)
-
-    def path_frames(self, node: int, stop: int = 0) -> list[Frame]:
-        out: list[Frame] = []
-        while node > 0 and node != stop:
-            out.append(self.b.frame_of(node))
-            node = self.b.parent_of(node)
-        out.reverse()
-        return out
-
-    def forward_context(self, op_node: int) -> int:
-        """The nearest ancestor of ``op_node`` that is not an op or a compiled region: its user line /
-        module context."""
-        node = op_node
-        while node > 0 and self.b.frame_of(node).kind in (FrameKind.OP, FrameKind.REGION):
-            node = self.b.parent_of(node)
-        return node
+NO_FORWARD_SCOPE = "backward without a forward op"
 
 
 def build_profile(tables: EventTables, metadata: dict[str, Any], warnings: Counter[str]) -> Profile:
@@ -366,174 +274,3 @@ def _host_blocks(h: HostTable, thread_order: list[int]) -> Iterator[list[list[An
             w = w[order]
             for lo in range(0, len(w), _BLOCK):
                 yield w[lo : lo + _BLOCK].T.tolist()
-
-
-def _join_device(
-    tables: EventTables,
-    tree: _Tree,
-    rows: _Rows,
-    launches: _Launches,
-    ext_nodes: dict[int, int],
-    warnings: Counter[str],
-) -> tuple[defaultdict[int, float], list[Track]]:
-    """Kernels, copies and sets under the context of the runtime call that launched them.
-
-    A sort-merge join on disk: the device events (runs sorted by correlation) against the launches
-    (runs sorted by correlation; the first launch of a correlation wins), window by window. The joined
-    rows go to runs sorted by file position; kernel nodes are made in the order of the first device
-    event of each (context, kernel), i.e. exactly as one pass over the events in file order would.
-    """
-    time_ns: defaultdict[int, float] = defaultdict(float)
-    d = tables.device
-    if len(d) == 0:
-        return time_ns, []
-    joined = _Joined(tables.temp)
-    try:
-        first_of, pairs, n_unlinked = _merge_join(d.windows(window_rows=_BLOCK), launches, ext_nodes, joined)
-        d.close()
-        unlinked_node = 0
-        if n_unlinked:
-            unlinked_node = tree.child_frame(0, Frame.scope(UNLINKED_SCOPE))
-            warnings["device events whose launch is not in the trace"] += n_unlinked
-
-        names = tables.names
-        kernel_frames: dict[tuple[int, int, int], Frame] = {}
-        node_of: dict[tuple[int, int, int, int], int] = {}
-        child_frame = tree.child_frame
-        for key, _first in sorted(first_of.items(), key=lambda kv: kv[1]):
-            c, name, dev, stream = key
-            fkey = (name, dev, stream)
-            frame = kernel_frames.get(fkey)
-            if frame is None:
-                frame = kernel_frames[fkey] = Frame.kernel(names[name], f"cuda:{dev}", stream)
-            node_of[key] = child_frame(unlinked_node if c < 0 else c, frame)
-        del first_of
-
-        # stream tracks: one per (device, stream), in sorted order
-        pair_list = sorted(pairs)
-        track_of = {p: i for i, p in enumerate(pair_list)}
-        base = len(tables.threads)
-        stream_tracks = [Track(f"stream {s}", f"cuda:{dv}", "stream") for dv, s in pair_list]
-
-        nn = len(tree.b)
-        totals = np.zeros(nn, np.float64)
-        calls = np.zeros(nn, np.int64)
-        for w in joined.windows(window_rows=_BLOCK):
-            w = w[np.argsort(w[:, 0], kind="stable")]
-            ctx = w[:, 1]
-            keys = zip(ctx.tolist(), w[:, 5].tolist(), w[:, 6].tolist(), w[:, 7].tolist(), strict=True)
-            nodes = np.fromiter((node_of[k] for k in keys), dtype=np.int64, count=len(w))
-            durs = w[:, 3]
-            totals += np.bincount(nodes, weights=durs.astype(np.float64), minlength=nn)
-            calls += np.bincount(nodes, minlength=nn)
-            local, inverse = np.unique(w[:, 6:8], axis=0, return_inverse=True)
-            lut = np.array([track_of[(dv, s)] for dv, s in local.tolist()], dtype=np.int64)
-            kinds = w[:, 4]
-            cat = np.zeros(len(w), dtype=np.int64)
-            for k, c in _DEVICE_CATEGORY.items():
-                cat[kinds == k] = int(c)
-            rows.add_array(
-                np.stack(
-                    [
-                        nodes,
-                        lut[inverse.reshape(-1)] + base,
-                        w[:, 2],
-                        durs,
-                        cat,
-                        np.where(ctx >= 0, LINKED, 0).astype(np.int64),
-                        w[:, 8],
-                    ],
-                    axis=1,
-                )
-            )
-    finally:
-        joined.close()
-    for node in np.nonzero(calls)[0].tolist():
-        time_ns[node] = float(totals[node])
-    b = tree.b
-    for node in np.nonzero(calls)[0].tolist():
-        b.add(node, "count", float(calls[node]))
-    return time_ns, stream_tracks
-
-
-def _merge_join(
-    device_windows: Iterator[I64], launches: _Launches, ext_nodes: dict[int, int], joined: _Joined
-) -> tuple[dict[tuple[int, int, int, int], int], set[tuple[int, int]], int]:
-    """Join device windows (by correlation) with the launches; the rows go to ``joined``. Returns the first
-    file position of every (context, name, device, stream), the (device, stream) pairs, and the number of
-    device events without a launch."""
-    first_of: dict[tuple[int, int, int, int], int] = {}
-    pairs: set[tuple[int, int]] = set()
-    n_unlinked = 0
-    l_corr = np.zeros(0, np.int64)
-    l_node = np.zeros(0, np.int64)
-    l_windows = launches.windows(window_rows=_BLOCK)
-    l_done = False
-    for w in device_windows:
-        w = w[np.argsort(w[:, 6], kind="stable")]
-        dcorr = w[:, 6]
-        lo_c, hi_c = int(dcorr[0]), int(dcorr[-1])
-        cut = int(np.searchsorted(l_corr, lo_c))
-        l_corr, l_node = l_corr[cut:], l_node[cut:]
-        while not l_done and (len(l_corr) == 0 or int(l_corr[-1]) <= hi_c):
-            lw = next(l_windows, None)
-            if lw is None:
-                l_done = True
-                break
-            lw = lw[np.argsort(lw[:, 0], kind="stable")]
-            corr, first = np.unique(lw[:, 0], return_index=True)  # windows never split equal keys
-            node = lw[first, 1]
-            pend = lw[first, 2]
-            for i in np.nonzero(pend >= 0)[0].tolist():
-                node[i] = ext_nodes.get(int(pend[i]), int(node[i]))
-            keep = corr >= lo_c
-            l_corr = np.concatenate([l_corr, corr[keep]])
-            l_node = np.concatenate([l_node, node[keep]])
-        if len(l_corr):
-            pos = np.searchsorted(l_corr, dcorr)
-            pos_c = np.minimum(pos, len(l_corr) - 1)
-            linked = (dcorr >= 0) & (pos < len(l_corr)) & (l_corr[pos_c] == dcorr)
-            ctx = np.where(linked, l_node[pos_c], -1)
-        else:
-            linked = np.zeros(len(w), bool)
-            ctx = np.full(len(w), -1, np.int64)
-        n_unlinked += int(len(w) - np.count_nonzero(linked))
-        keys = zip(ctx.tolist(), w[:, 3].tolist(), w[:, 4].tolist(), w[:, 5].tolist(), strict=True)
-        for key, idx in zip(keys, w[:, 7].tolist(), strict=True):
-            f = first_of.get(key)
-            if f is None or idx < f:
-                first_of[key] = idx
-        pairs.update(map(tuple, np.unique(w[:, 4:6], axis=0).tolist()))
-        # (idx, ctx, start, dur, kind, name, device, stream, corr)
-        joined.add_array(np.column_stack([w[:, 7], ctx, w[:, 0], w[:, 1], w[:, 2], w[:, 3], w[:, 4], w[:, 5], dcorr]))
-    return first_of, pairs, n_unlinked
-
-
-def _timeline(tracks: list[Track], rows: _Rows, temp: TempArea) -> Timeline:
-    """The rows sorted by (start, track), stably. Spilled rows are merged into one file per column and
-    mapped (copy-on-write) from there: the timeline then lives in the page cache, not in the heap."""
-    dtypes = [np.dtype(TIMELINE_DTYPES[name]) for name in _Rows.FIELDS]
-    rows.finish()
-    if not rows.spilled:
-        records = rows.runs[0].data if rows.runs else np.zeros((0, len(dtypes)), np.int64)
-        cols = {name: records[:, i].astype(dt) for i, (name, dt) in enumerate(zip(_Rows.FIELDS, dtypes, strict=True))}
-        rows.close()
-        return Timeline.from_columns(cols, tuple(tracks))
-    paths = [temp.path(f"column-{name}") for name in _Rows.FIELDS]
-    files = [open(p, "wb") for p in paths]  # noqa: SIM115  (closed below)
-    try:
-        for w in rows.windows():
-            w = w[np.lexsort((w[:, 1], w[:, 2]))]
-            for i, fh in enumerate(files):
-                w[:, i].astype(dtypes[i]).tofile(fh)
-    finally:
-        for fh in files:
-            fh.close()
-        rows.close()
-    cols = {}
-    for name, path, dt in zip(_Rows.FIELDS, paths, dtypes, strict=True):
-        with open(path, "rb") as src:
-            mm = mmap.mmap(src.fileno(), 0, access=mmap.ACCESS_COPY)
-        os.unlink(path)  # the mapping keeps the data; nothing is left behind on disk
-        cols[name] = np.frombuffer(mm, dtype=dt)
-    return Timeline.from_columns(cols, tuple(tracks))

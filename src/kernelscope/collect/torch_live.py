@@ -6,21 +6,22 @@ each) that are folded into the calling-context tree as the run goes (see Session
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
 import platform
 import socket
 import sys
-import threading
 import time
 from collections import defaultdict, deque
 from typing import TYPE_CHECKING, Any
 
+from ..attribute.shapes import extrapolate_costs
 from ..model import Profile, ProfileBuilder, TimelineBuilder
 from ..model.profile import prune_empty
 from ._process import _git_commit, _quiet_fd, _sigint_deferred
+from .compile.watch import CompileWatch
 from .modules import ModuleRegistry
+from .notes import session_notes, start_compile_capture
 from .plan import Plan
 from .safepoint import RangeCounter, restart_is_safe
 from .torch_meta import is_device_event, torch_devices
@@ -109,7 +110,7 @@ class Session:
         self._want_compile = compile_capture
         self._paused = False  # deactivate() from the API
         self._compiling = False  # torch.compile is compiling: not recorded (its events are huge)
-        self._compile_callbacks: tuple[Any, Any] | None = None
+        self._compile_watch: CompileWatch | None = None
         self.compile_pauses = 0
         self._finalized = False
         self._busy = False  # inside a window change: hooks fired from it are ignored
@@ -123,8 +124,9 @@ class Session:
         self.ranges.install()
         self.modules.install()
         if self._want_compile:
-            self._compile = _start_compile_capture(self.warnings)
-        self._pause_while_compiling()
+            self._compile = start_compile_capture(self.warnings)
+        self._compile_watch = CompileWatch(self._compile_started, self._compile_ended)
+        self._compile_watch.install()
         from .torch_lines import Counter, LineMode, OperatorLines
 
         self.calls = Counter(self._on_torch_call, every=1 if self._armed else FOLD_CHECK_CALLS)
@@ -182,41 +184,17 @@ class Session:
                 self.lines = None
         self._checkpoint()
 
-    def _pause_while_compiling(self) -> None:
+    def _compile_started(self) -> None:
         """Compiling records millions of Python events and is not the program's steady state: stop the
-        window when torch.compile starts (stopping is safe anywhere) and let the next safe point after it
-        start a new one. Compile times come from torch's own compile metrics (collect.compile)."""
-        try:
-            from torch._dynamo.callback import callback_handler
-        except ImportError:  # pragma: no cover - older torch
-            return
+        window when torch.compile starts (stopping is safe anywhere); the next safe point after it starts
+        a new one. Compile times come from torch's own compile metrics (collect.compile)."""
+        self._compiling = True
+        if self._prof is not None:
+            self.compile_pauses += 1
+            self._close_window()
 
-        def started(_args: Any) -> None:
-            self._compiling = True
-            if self._prof is not None:
-                self.compile_pauses += 1
-                self._close_window()
-
-        def ended(_args: Any) -> None:
-            self._compiling = False
-
-        callback_handler.register_start_callback(started)
-        callback_handler.register_end_callback(ended)
-        self._compile_callbacks = (started, ended)
-
-    def _forget_compile_callbacks(self) -> None:
-        if self._compile_callbacks is None:
-            return
-        from torch._dynamo.callback import callback_handler
-
-        started, ended = self._compile_callbacks
-        for remove, cb in (
-            (callback_handler.remove_start_callback, started),
-            (callback_handler.remove_end_callback, ended),
-        ):
-            with contextlib.suppress(ValueError):
-                remove(cb)
-        self._compile_callbacks = None
+    def _compile_ended(self) -> None:
+        self._compiling = False
 
     def _wanted(self) -> bool:
         if self._armed or self._paused or self._finalized or self._compiling:
@@ -331,8 +309,11 @@ class Session:
                 self.operators = None
             self.modules.remove()
             self.ranges.remove()
-            self._forget_compile_callbacks()
-            self._notes()
+            if self._compile_watch is not None:
+                self._compile_watch.remove()
+            self.warnings.extend(
+                session_notes(self.plan.skip_first, self.steps, self.windows, self.events, self._armed)
+            )
         metadata = self._metadata()
         if self._compile is not None:
             metadata["compile"] = self._compile.diagnostics()
@@ -347,66 +328,16 @@ class Session:
         metadata["warnings"] = list(self.warnings)
         timeline = self.timeline.build() if len(self.timeline) else None
         if self._shaped:
-            metadata["shapes"] = self._extrapolate_costs()
+            metadata["shapes"] = extrapolate_costs(self.builder, self._shaped, self.shape_seconds)
         else:
             metadata["shapes"] = {"mode": self.shapes}
         for metric in ("time_ns", "cpu_time_ns", "count"):
             self.builder.ensure_metric(metric)
         return prune_empty(self.builder.build(metadata, timeline))
 
-    def _notes(self) -> None:
-        """Say what the user may not expect: nothing recorded, a skip that never ended, threads."""
-        if self.plan.skip_first and self.steps < self.plan.skip_first:
-            self.warnings.append(
-                f"--skip-first {self.plan.skip_first} was given but the program called kernelscope.step() "
-                f"{self.steps} time(s): nothing after the skipped steps was recorded"
-            )
-        if self.windows == 0:
-            why = (
-                "the program never ran a torch op or module call from its own code"
-                if self._armed
-                else "no step was due"
-            )
-            self.warnings.append(f"nothing was recorded ({why})")
-        elif self.events == 0:
-            self.warnings.append("nothing was recorded: the profiled windows held no torch events")
-        others = [
-            t.name
-            for t in threading.enumerate()
-            if t is not threading.main_thread()
-            and t.is_alive()
-            and not t.daemon
-            and not t.name.startswith("kernelscope")
-        ]
-        if others:
-            self.warnings.append(
-                f"{len(others)} other Python thread(s) alive at the end ({', '.join(others[:3])}): "
-                "torch work on threads the program started is not recorded"
-            )
-
-    def _extrapolate_costs(self) -> dict[str, Any]:
-        """FLOPs/bytes for calls made after the shape window: per-call values of the same context."""
-        counts_now = self.builder.metric_values("count")
-        shaped_counts = self._shaped.get("count", {})
-        extrapolated_calls = 0.0
-        for metric in ("flops", "bytes"):
-            for node, value in self._shaped.get(metric, {}).items():
-                calls = shaped_counts.get(node, 0.0)
-                extra = counts_now.get(node, 0.0) - calls
-                if calls > 0 and extra > 0:
-                    self.builder.add(node, metric, value / calls * extra)
-                    if metric == "flops":
-                        extrapolated_calls += extra
-        return {
-            "mode": "sample",
-            "recorded_seconds": self.shape_seconds,
-            "note": "input shapes recorded for the first window only; FLOPs and bytes of later calls "
-            "are the same context's per-call values (exact when shapes do not change)",
-            "extrapolated_calls": extrapolated_calls,
-        }
-
     # --- folding ---------------------------------------------------------------
     def _fold(self, prof: Any) -> None:
+        from ..attribute.compiled_placer import CapturePlacer
         from ..attribute.torch_device import fold_device_events
         from ..attribute.torch_tree import TreeWalker, WalkState
 
@@ -417,7 +348,7 @@ class Session:
         self.modules.resolve()
         if self._walk_state is None:
             self._walk_state = WalkState()
-        placer = _placer(self._compile)
+        placer = CapturePlacer(self._compile) if self._compile is not None else None
         walker = TreeWalker(
             self.builder,
             self.modules.path,
@@ -475,27 +406,3 @@ class Session:
             },
             "device_run": self._device_run,
         }
-
-
-def _placer(capture: Any) -> Any:
-    if capture is None:
-        return None
-    try:
-        from ..attribute.compiled_placer import CapturePlacer
-    except ImportError:
-        return None
-    return CapturePlacer(capture)
-
-
-def _start_compile_capture(warnings: list[str]) -> Any:
-    try:
-        from .compile import CompileCapture
-    except ImportError:
-        return None
-    try:
-        capture = CompileCapture()
-        capture.__enter__()
-    except Exception as exc:  # private APIs: degrade, never crash the user's run
-        warnings.append(f"torch.compile provenance capture unavailable ({exc.__class__.__name__}: {exc})")
-        return None
-    return capture
