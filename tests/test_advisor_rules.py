@@ -206,11 +206,17 @@ def test_planted_script_gives_one_finding_per_marked_line(tmp_path: Path) -> Non
     planted = {
         "tiny_op_loop": ns["TINY_LOOP_LINE"],
         "unfused_elementwise": ns["CHAIN_LINE"],
+        "dtype_round_trip": ns["ROUND_TRIP_LINE"],
         "single_tensor_optimizer": ns["FOREACH_LINE"],
         "recompile": ns["RECOMPILE_LINE"],
     }
     source = script.read_text().splitlines()
-    marks = {"tiny_op_loop": "x[i]", "unfused_elementwise": ".sigmoid()", "single_tensor_optimizer": "opt.step()"}
+    marks = {
+        "tiny_op_loop": "x[i]",
+        "unfused_elementwise": ".sigmoid()",
+        "single_tensor_optimizer": "opt.step()",
+        "dtype_round_trip": ".double().float()",
+    }
     for rule_name, code in {**marks, "recompile": "scaled(x"}.items():
         assert code in source[planted[rule_name] - 1], (rule_name, planted[rule_name])  # the markers are right
     at = {(f.rule, f.line) for f in findings if f.file and f.file.endswith("planted_advisor.py")}

@@ -17,7 +17,7 @@ Context rules (DESIGN.md definitions):
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -27,6 +27,19 @@ from ..model import Frame, FrameKind, ProfileBuilder
 from .costs import FLOP_RULES, op_bytes, op_flops
 
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
+# c10::ScalarType codes as torch's profiler records a dtype argument
+SCALAR_TYPES = {
+    0: "uint8",
+    1: "int8",
+    2: "int16",
+    3: "int32",
+    4: "int64",
+    5: "float16",
+    6: "float32",
+    7: "float64",
+    11: "bool",
+    15: "bfloat16",
+}
 STEP_PREFIX = "ProfilerStep#"
 # torch.compile's wrappers: context (region frames), not ops.
 REGION_PREFIXES = ("Torch-Compiled Region", "CompiledFunction", "## Call CompiledFxGraph")
@@ -66,6 +79,7 @@ class WalkState:
     fwd_ctx: dict[int, int] = field(default_factory=dict)  # sequence number -> context node
     corr_node: dict[int, int] = field(default_factory=dict)  # op correlation id -> node
     events: int = 0
+    casts: Counter[tuple[str, int, str, str]] = field(default_factory=Counter)  # (file, line, from, to) -> calls
     regions: int = 0  # torch.compile regions met (compiled code ran in this window)
 
 
@@ -153,6 +167,21 @@ class TreeWalker:
         while opened and self._scopes[opened[-1]].end <= ev.start_time_ns:
             opened.pop()
         opened.append(sid)
+
+    def _record_cast(self, node: int, inputs: Any) -> None:
+        """A dtype conversion, by the line that asked for it (the dtype round-trip rule reads these)."""
+        if len(inputs) < 2 or type(inputs[1]) is not int:
+            return
+        src = str(getattr(inputs[0], "dtype", "")).removeprefix("torch.")
+        dst = SCALAR_TYPES.get(inputs[1])
+        if not src or dst is None or src == dst:
+            return
+        b = self.builder
+        while node > 0 and b.frame_of(node).kind is not FrameKind.PYTHON:
+            node = b.parent_of(node)
+        if node > 0:
+            frame = b.frame_of(node)
+            self.state.casts[(frame.file, frame.line, src, dst)] += 1
 
     # --- frames -----------------------------------------------------------------
     def _python(self, file: str, line: int, function: str) -> Frame | None:
@@ -354,6 +383,8 @@ class TreeWalker:
         if corr:
             st.corr_node[corr] = node
 
+        if self.shapes and name == "aten::_to_copy":
+            self._record_cast(node, ex.inputs)
         if self.shapes:
             # FLOPs on the innermost op that has a rule (aten::linear → aten::addmm counts at addmm),
             # as the trace importer does; bytes on leaf ops

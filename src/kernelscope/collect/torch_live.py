@@ -325,6 +325,11 @@ class Session:
             self._triton.graft(self.builder)
             self.warnings.extend(self._triton.warnings)
             self._triton = None
+        if self._walk_state is not None and self._walk_state.casts:
+            metadata["casts"] = [
+                {"file": f, "line": ln, "from": a, "to": b, "calls": n}
+                for (f, ln, a, b), n in sorted(self._walk_state.casts.items())
+            ]
         metadata["warnings"] = list(self.warnings)
         timeline = self.timeline.build() if len(self.timeline) else None
         if self._shaped:
