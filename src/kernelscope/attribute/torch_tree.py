@@ -76,11 +76,22 @@ class CompiledPlacer(Protocol):
 class WalkState:
     """What the walk carries between sessions (activate/deactivate windows)."""
 
-    fwd_ctx: dict[int, int] = field(default_factory=dict)  # sequence number -> context node
+    fwd_ctx: dict[int, int] = field(default_factory=dict)  # sequence number -> context node (this window)
+    fwd_ctx_before: dict[int, int] = field(default_factory=dict)  # ... the window before
     corr_node: dict[int, int] = field(default_factory=dict)  # op correlation id -> node
     events: int = 0
     casts: Counter[tuple[str, int, str, str]] = field(default_factory=Counter)  # (file, line, from, to) -> calls
     regions: int = 0  # torch.compile regions met (compiled code ran in this window)
+
+    def forward(self, seq: int) -> int | None:
+        """The forward context of sequence number ``seq`` (a backward may run a window after its forward)."""
+        ctx = self.fwd_ctx.get(seq)
+        return ctx if ctx is not None else self.fwd_ctx_before.get(seq)
+
+    def next_window(self) -> None:
+        """Keep the forward contexts of the last two windows only: memory stays flat however long the run."""
+        self.fwd_ctx_before = self.fwd_ctx
+        self.fwd_ctx = {}
 
 
 @dataclass
@@ -331,7 +342,7 @@ class TreeWalker:
         folded = False
         if name.startswith(BACKWARD_PREFIX):
             bwd_name = name[len(BACKWARD_PREFIX) :]
-            fwd = st.fwd_ctx.get(ex.sequence_number) if ex.sequence_number >= 0 else None
+            fwd = st.forward(ex.sequence_number) if ex.sequence_number >= 0 else None
             if fwd is not None:
                 bwd_base, base = fwd, b.child(fwd, Frame.backward())
             elif bwd_base >= 0:

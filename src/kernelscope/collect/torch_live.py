@@ -286,8 +286,11 @@ class Session:
         if self._window_shapes and self.shapes == "sample":
             self._shapes_sampled = True
             self._shaped = {m: dict(self.builder.metric_values(m)) for m in ("count", "flops", "bytes")}
+        # the profiler object sits in reference cycles with its results: break what we can and collect
+        # the rest here, not in a later timed step (without the collection peak memory grows with the run)
+        prof.profiler = None
         del prof
-        gc.collect()  # the window's events: freed here, not in a later timed step
+        gc.collect()
         self.fold_time += time.perf_counter() - t0
 
     def scope_enter(self, name: str, metrics: dict[str, float] | None) -> bool:
@@ -376,6 +379,7 @@ class Session:
         if device_events:
             fold_device_events(self.builder, self.timeline, self._walk_state.corr_node, device_events)
         self._walk_state.corr_node.clear()
+        self._walk_state.next_window()
 
     def _metadata(self) -> dict[str, Any]:
         import torch
