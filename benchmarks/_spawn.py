@@ -19,9 +19,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 
 
-def child_env() -> dict[str, str]:
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The children import this checkout's kernelscope, not an installed one."""
-    env = dict(os.environ)
+    env = dict(os.environ, **(extra or {}))
     env["PYTHONPATH"] = str(REPO / "src") + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("OMP_NUM_THREADS", "1")
     return env
@@ -38,12 +38,14 @@ def _vmrss_mb(pid: int) -> float | None:
     return None
 
 
-def run_measured(cmd: list[str], log: Path, sample_every: float = 0.0) -> dict[str, Any]:
+def run_measured(
+    cmd: list[str], log: Path, sample_every: float = 0.0, env: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Run ``cmd`` (stdout+stderr to ``log``); wall time from spawn to exit, peak RSS, RSS samples."""
     samples: list[tuple[float, float]] = []
     with open(log, "wb") as out:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=child_env(), cwd=REPO)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=child_env(env), cwd=REPO)
         stop = threading.Event()
 
         def poll() -> None:

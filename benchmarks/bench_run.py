@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _spawn import REPO, child_env, python, run_measured, spread  # noqa: E402
+from _spawn import REPO, child_env, python, run_measured, spread
 
 TRAIN = str(REPO / "benchmarks" / "train_nanogpt.py")
 GROUPS = {
@@ -81,7 +81,9 @@ def run_cases(cases: list[tuple[str, int]], repeats: int, tmp: Path) -> dict[tup
         for mode, steps in cases:
             tag = f"{mode}-{steps}-{r}"
             times, out = tmp / f"{tag}.json", tmp / f"{tag}.ksprof"
-            row = run_measured(command(mode, ["--steps", str(steps), "--times-out", str(times)], out), tmp / f"{tag}.log")
+            row = run_measured(
+                command(mode, ["--steps", str(steps), "--times-out", str(times)], out), tmp / f"{tag}.log"
+            )
             row.update(json.loads(times.read_text()))
             if out.exists():
                 row["profile"] = summarize(out)
@@ -98,7 +100,9 @@ def run_cases(cases: list[tuple[str, int]], repeats: int, tmp: Path) -> dict[tup
 
 def report_run(res: dict[tuple[str, int], list[dict[str, Any]]]) -> None:
     print("\n## whole run (python start to exit; kernelscope: folding and saving included)")
-    print(f"{'mode':<9} {'steps':>5} {'wall s':>20} {'wall ratio':>20} {'cpu s':>20} {'cpu ratio':>10} {'peak RSS MB':>22}")
+    print(
+        f"{'mode':<9} {'steps':>5} {'wall s':>20} {'wall ratio':>20} {'cpu s':>20} {'cpu ratio':>10} {'peak RSS MB':>22}"
+    )
     for (mode, steps), rows in res.items():
         plain = res.get(("plain", steps))
         wall = [r["wall_s"] for r in rows]
@@ -113,7 +117,9 @@ def report_run(res: dict[tuple[str, int], list[dict[str, Any]]]) -> None:
         )
     for mode in ("plain", "ks"):
         if (mode, 100) in res and (mode, 400) in res:
-            growth = [b["peak_rss_mb"] - a["peak_rss_mb"] for a, b in zip(res[(mode, 100)], res[(mode, 400)], strict=True)]
+            growth = [
+                b["peak_rss_mb"] - a["peak_rss_mb"] for a, b in zip(res[(mode, 100)], res[(mode, 400)], strict=True)
+            ]
             print(f"peak RSS growth 100 -> 400 steps, {mode}: {spread(growth)} MB")
     if ("ks", 400) in res and ("plain", 400) in res:
         over = [k["peak_rss_mb"] - p["peak_rss_mb"] for k, p in zip(res[("ks", 400)], res[("plain", 400)], strict=True)]

@@ -105,7 +105,9 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=0.0, help="train for this long instead of --steps")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--ks-step", action="store_true", help="call kernelscope.step() after every step")
-    ap.add_argument("--torch-profiler", action="store_true", help="torch.profiler(stack, modules, shapes) around the loop")
+    ap.add_argument(
+        "--torch-profiler", action="store_true", help="torch.profiler(stack, modules, shapes) around the loop"
+    )
     ap.add_argument("--times-out", help="write per-step times (s) as JSON here")
     args = ap.parse_args()
 
