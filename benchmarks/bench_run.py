@@ -17,7 +17,8 @@ repeats with (min-max) so the noise of a shared machine shows. Modes:
 
 Case groups (``--cases``): ``run`` (plain/ks/ks-step at 400 steps and plain/ks at 100: wall, CPU, peak
 RSS), ``step20`` and ``step200`` (plain/ks/ks-step/torch: median step time; the first step of a 20-step
-run and the first 5 of a 200-step run are left out as warm-up).
+run and the first 5 of a 200-step run are left out as warm-up), ``cost`` (100 steps under ``kernelscope
+run`` with --no-memory, --shapes off, --no-compile-provenance, and all three: where the cost goes).
 """
 
 from __future__ import annotations
@@ -39,12 +40,22 @@ GROUPS = {
     "run": [("plain", 100), ("ks", 100), ("plain", 400), ("ks", 400), ("ks-step", 400)],
     "step20": [("plain", 20), ("ks", 20), ("ks-step", 20), ("torch", 20)],
     "step200": [("plain", 200), ("ks", 200), ("ks-step", 200), ("torch", 200)],
+    # where kernelscope's cost goes: the same run with one recording feature off at a time
+    "cost": [(m, 100) for m in ("plain", "ks", "ks-nomem", "ks-noshapes", "ks-nocompile", "ks-lean")],
+}
+VARIANTS = {
+    "ks-nomem": ["--no-memory"],
+    "ks-noshapes": ["--shapes", "off"],
+    "ks-nocompile": ["--no-compile-provenance"],
+    "ks-lean": ["--no-memory", "--shapes", "off", "--no-compile-provenance"],
 }
 WARMUP = {20: 1, 200: 5}
 
 
 def command(mode: str, train_args: list[str], out: Path) -> list[str]:
     ks = [python(), "-m", "kernelscope", "run", "--no-view", "-o", str(out), TRAIN]
+    if mode in VARIANTS:
+        return [*ks[:-1], *VARIANTS[mode], TRAIN, *train_args]
     return {
         "plain": [python(), TRAIN, *train_args],
         "ks": [*ks, *train_args],
@@ -129,7 +140,10 @@ def report_run(res: dict[tuple[str, int], list[dict[str, Any]]]) -> None:
 def report_steps(res: dict[tuple[str, int], list[dict[str, Any]]], steps: int) -> None:
     warm = WARMUP.get(steps, 1)
     print(f"\n## median step time, {steps}-step runs (first {warm} step(s) left out)")
-    print(f"{'mode':<9} {'median step ms':>22} {'ratio to plain':>20} {'max step ms':>22}")
+    print(
+        f"{'mode':<9} {'median step ms':>22} {'ratio to plain':>20} {'max step ms':>22} "
+        f"{'median step CPU ms':>22} {'CPU ratio':>20}"
+    )
     plain = res[("plain", steps)]
     for (mode, n), rows in res.items():
         if n != steps:
@@ -137,7 +151,11 @@ def report_steps(res: dict[tuple[str, int], list[dict[str, Any]]], steps: int) -
         med = [statistics.median(r["step_s"][warm:]) * 1e3 for r in rows]
         top = [max(r["step_s"][warm:]) * 1e3 for r in rows]
         ratios = [m / (statistics.median(p["step_s"][warm:]) * 1e3) for m, p in zip(med, plain, strict=True)]
-        print(f"{mode:<9} {spread(med):>22} {spread(ratios):>20} {spread(top):>22}")
+        cpu = [statistics.median(r["step_cpu_s"][warm:]) * 1e3 for r in rows]
+        cpu_ratios = [c / (statistics.median(p["step_cpu_s"][warm:]) * 1e3) for c, p in zip(cpu, plain, strict=True)]
+        print(
+            f"{mode:<9} {spread(med):>22} {spread(ratios):>20} {spread(top):>22} {spread(cpu):>22} {spread(cpu_ratios):>20}"
+        )
 
 
 def report_profiles(res: dict[tuple[str, int], list[dict[str, Any]]]) -> None:
@@ -186,7 +204,7 @@ def long_loop(minutes: float, tmp: Path, every: float) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", default="run,step20,step200", help=f"comma-separated groups: {', '.join(GROUPS)}")
-    ap.add_argument("--modes", default="plain,ks,ks-step,torch", help="leave modes out (plain is always run)")
+    ap.add_argument("--modes", default="", help="only these modes (plain is always run); default: all")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--minutes", type=float, default=0.0, help="instead: the long loop, this many minutes per mode")
     ap.add_argument("--sample-every", type=float, default=1.0, help="long loop: RSS sampling period (s)")
@@ -197,13 +215,14 @@ def main() -> None:
         if args.minutes:
             long_loop(args.minutes, tmp, args.sample_every)
             return
-        modes = set(args.modes.split(",")) | {"plain"}
+        modes = set(args.modes.split(",")) | {"plain"} if args.modes else None
         groups = args.cases.split(",")
-        cases = [c for g in groups for c in GROUPS[g] if c[0] in modes]
+        cases = list(dict.fromkeys(c for g in groups for c in GROUPS[g] if modes is None or c[0] in modes))
         res = run_cases(cases, args.repeats, tmp)
     print(f"nanoGPT-style model ({TRAIN}), 1 thread, {args.repeats} round-robin repeats: median (min-max)")
-    if "run" in groups:
-        report_run({c: r for c, r in res.items() if c in GROUPS["run"]})
+    for group in ("run", "cost"):
+        if group in groups:
+            report_run({c: r for c, r in res.items() if c in GROUPS[group]})
     for steps in (20, 200):
         if f"step{steps}" in groups:
             report_steps(res, steps)
