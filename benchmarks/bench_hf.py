@@ -32,8 +32,8 @@ TRAIN = str(REPO / "benchmarks" / "train_hf.py")
 
 def view(path: Path, *options: str) -> str:
     cmd = [python(), "-m", "kernelscope", "view", str(path), *options]
-    done = subprocess.run(cmd, capture_output=True, text=True, env=child_env(), check=True)
-    return done.stdout
+    done = subprocess.run(cmd, capture_output=True, text=True, env=child_env(), check=False)
+    return done.stdout + done.stderr  # an unknown metric (no FLOPs in the profile) is an answer too
 
 
 def main() -> None:
@@ -76,6 +76,7 @@ def main() -> None:
         cmd = [python(), "-m", "kernelscope", "run", "--no-view", "-o", str(forced), *train]
         run_measured(cmd, tmp / "forced.log", env={"KERNELSCOPE_USER_PATHS": package})
         by_line_forced = view(forced, "--by", "line", "-m", "time_ns,flops", "--limit", "15")
+        forced_tree = view(forced, "--depth", "4", "--threshold", "2")
     print(
         f"transformers {args.model} from its config, {args.steps} steps, 1 thread, {args.repeats} round-robin repeats"
     )
@@ -94,6 +95,7 @@ def main() -> None:
     modeling = sorted({w for line in by_line.splitlines() for w in line.split() if "modeling_" in w})
     print(f"modeling_*.py lines in the line view: {modeling or 'none'}")
     print(f"\n$ KERNELSCOPE_USER_PATHS={package} kernelscope run ...; kernelscope view --by line\n" + by_line_forced)
+    print("$ kernelscope view X.ksprof --depth 4 --threshold 2   (the same forced run)\n" + forced_tree)
     print("kernelscope's stderr (last run):\n" + "\n".join(log.strip().splitlines()[-6:]))
 
 
