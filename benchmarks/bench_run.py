@@ -172,11 +172,11 @@ def report_profiles(res: dict[tuple[str, int], list[dict[str, Any]]]) -> None:
         )
 
 
-def long_loop(minutes: float, tmp: Path, every: float) -> None:
+def long_loop(minutes: float, tmp: Path, every: float, json_out: Path | None, modes: tuple[str, ...]) -> None:
     """plain and ks one after the other, each training for ``minutes``; RSS sampled from outside."""
     seconds = minutes * 60
     rows = {}
-    for mode in ("plain", "ks"):
+    for mode in modes:
         times, out = tmp / f"long-{mode}.json", tmp / f"long-{mode}.ksprof"
         cmd = command(mode, ["--seconds", str(seconds), "--times-out", str(times)], out)
         rows[mode] = run_measured(cmd, tmp / f"long-{mode}.log", sample_every=every)
@@ -189,6 +189,10 @@ def long_loop(minutes: float, tmp: Path, every: float) -> None:
         samples = row["rss_samples"]
         at = [next((rss for t, rss in samples if t >= m), samples[-1][1]) for m in marks]
         print(f"{mode:<6} {row['steps']:>6} " + " ".join(f"{v:>8.0f}" for v in at) + f" {row['peak_rss_mb']:>8.0f}")
+    if json_out is not None:
+        json_out.write_text(json.dumps(rows))
+    if "ks" not in rows:
+        return
     ks = rows["ks"]["rss_samples"]
     half = [s for s in ks if s[0] >= seconds / 2 and s[0] <= seconds]
     if len(half) >= 2:
@@ -196,9 +200,9 @@ def long_loop(minutes: float, tmp: Path, every: float) -> None:
         print(
             f"ks RSS slope over the second half of the loop: {slope * 60:.1f} MB/min "
             f"-> extrapolated to 10 min: {half[-1][1] + slope * (600 - half[-1][0]):.0f} MB "
-            f"(plain peak {rows['plain']['peak_rss_mb']:.0f} MB)"
         )
-    print(f"ks peak RSS over plain peak: {rows['ks']['peak_rss_mb'] - rows['plain']['peak_rss_mb']:.0f} MB")
+    if "plain" in rows:
+        print(f"ks peak RSS over plain peak: {rows['ks']['peak_rss_mb'] - rows['plain']['peak_rss_mb']:.0f} MB")
 
 
 def main() -> None:
@@ -213,7 +217,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ks-bench-run-") as tmp_:
         tmp = Path(tmp_)
         if args.minutes:
-            long_loop(args.minutes, tmp, args.sample_every)
+            modes = tuple(args.modes.split(",")) if args.modes else ("plain", "ks")
+            long_loop(args.minutes, tmp, args.sample_every, args.json_out, modes)
             return
         modes = set(args.modes.split(",")) | {"plain"} if args.modes else None
         groups = args.cases.split(",")
