@@ -88,13 +88,18 @@ def summarize(path: Path) -> dict[str, Any]:
 
 def run_cases(cases: list[tuple[str, int]], repeats: int, tmp: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:
     results: dict[tuple[str, int], list[dict[str, Any]]] = {c: [] for c in cases}
+    failures: list[str] = []
     for r in range(repeats):
         for mode, steps in cases:
             tag = f"{mode}-{steps}-{r}"
             times, out = tmp / f"{tag}.json", tmp / f"{tag}.ksprof"
-            row = run_measured(
-                command(mode, ["--steps", str(steps), "--times-out", str(times)], out), tmp / f"{tag}.log"
-            )
+            cmd = command(mode, ["--steps", str(steps), "--times-out", str(times)], out)
+            try:
+                row = run_measured(cmd, tmp / f"{tag}.log")
+            except SystemExit as exc:  # report it and go on: one crashed run must not lose the others
+                print(f"  [{r + 1}/{repeats}] {mode} {steps} steps FAILED: {exc}", file=sys.stderr, flush=True)
+                failures.append(f"{mode} {steps} steps, repeat {r + 1}: {str(exc).splitlines()[-1]}")
+                continue
             row.update(json.loads(times.read_text()))
             if out.exists():
                 row["profile"] = summarize(out)
@@ -106,7 +111,9 @@ def run_cases(cases: list[tuple[str, int]], repeats: int, tmp: Path) -> dict[tup
                 file=sys.stderr,
                 flush=True,
             )
-    return results
+    for failure in failures:
+        print(f"failed run (left out of the medians): {failure}")
+    return {c: rows for c, rows in results.items() if rows}
 
 
 def report_run(res: dict[tuple[str, int], list[dict[str, Any]]]) -> None:
@@ -150,9 +157,9 @@ def report_steps(res: dict[tuple[str, int], list[dict[str, Any]]], steps: int) -
             continue
         med = [statistics.median(r["step_s"][warm:]) * 1e3 for r in rows]
         top = [max(r["step_s"][warm:]) * 1e3 for r in rows]
-        ratios = [m / (statistics.median(p["step_s"][warm:]) * 1e3) for m, p in zip(med, plain, strict=True)]
+        ratios = [m / (statistics.median(p["step_s"][warm:]) * 1e3) for m, p in zip(med, plain, strict=False)]
         cpu = [statistics.median(r["step_cpu_s"][warm:]) * 1e3 for r in rows]
-        cpu_ratios = [c / (statistics.median(p["step_cpu_s"][warm:]) * 1e3) for c, p in zip(cpu, plain, strict=True)]
+        cpu_ratios = [c / (statistics.median(p["step_cpu_s"][warm:]) * 1e3) for c, p in zip(cpu, plain, strict=False)]
         print(
             f"{mode:<9} {spread(med):>22} {spread(ratios):>20} {spread(top):>22} {spread(cpu):>22} {spread(cpu_ratios):>20}"
         )
