@@ -17,6 +17,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
+
+print = partial(print, flush=True)  # progress as it goes
 
 
 def main() -> int:
@@ -47,6 +50,7 @@ def main() -> int:
                     str(args.steps),
                 ],
                 cwd=args.folder,
+                env={**os.environ, "OMP_NUM_THREADS": "1"},  # oversubscribed BLAS threads swamp any profile
                 capture_output=True,
                 text=True,
             )

@@ -150,6 +150,7 @@ def test_json_output_follows_the_schema(tmp_path: Path, capsys: pytest.CaptureFi
     doc = json.loads(capsys.readouterr().out)
     assert doc["schema"] == 1
     keys = {"rule", "severity", "title", "evidence", "file", "line", "module", "estimated_saving_ms"}
+    keys |= {"saving_method", "fix", "occurrences", "nodes"}  # additive to schema 1
     for f in doc["findings"]:
         assert {"rule", "severity", "title", "evidence"} <= set(f) <= keys
         assert f["severity"] in {"info", "warning", "error"}

@@ -14,6 +14,7 @@ import os
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,7 +26,7 @@ from hypothesis import strategies as st
 
 from kernelscope.cli.main import main
 from kernelscope.errors import UsageError
-from kernelscope.model import Frame, Profile, ProfileBuilder
+from kernelscope.model import Frame, FrameKind, Profile, ProfileBuilder
 from kernelscope.render.exporters import Exporter, exporters, find_exporter
 from kernelscope.render.exporters.folded import escape
 
@@ -136,8 +137,10 @@ def deep_json_load(text: str) -> Any:
 def test_registry_lists_each_format_once_with_a_suffix() -> None:
     found = {e.name: e.suffix for e in exporters()}
     assert found == {
+        "chrome": ".trace.json",
         "folded": ".folded",
         "hatchet": ".hatchet.json",
+        "pprof": ".pb.gz",
         "proton": ".proton.json",
         "speedscope": ".speedscope.json",
     }
@@ -145,7 +148,8 @@ def test_registry_lists_each_format_once_with_a_suffix() -> None:
 
 def test_unknown_format_is_a_usage_error_naming_the_known_ones() -> None:
     with pytest.raises(
-        UsageError, match=r"unknown export format 'pprof2' \(known: folded, hatchet, proton, speedscope\)"
+        UsageError,
+        match=r"unknown export format 'pprof2' \(known: chrome, folded, hatchet, pprof, proton, speedscope\)",
     ):
         find_exporter("pprof2")
 
@@ -158,6 +162,13 @@ def _proton_node(name: str, metrics: dict[str, Any], *children: dict[str, Any]) 
     return {"frame": {"name": name, "type": "function"}, "metrics": full, "children": list(children)}
 
 
+def _names_and_types_only(literal: Any) -> Any:
+    """The literal with frames cut to Proton's own keys (``name``, ``type``)."""
+    for _, node in walk_literal([literal[0]]):
+        node["frame"] = {k: node["frame"][k] for k in ("name", "type")}
+    return literal
+
+
 def test_proton_literal_is_protons_shape_with_self_values_on_each_node() -> None:
     dev = {"device_id": "0", "device_type": "CUDA"}
     expected = [
@@ -165,7 +176,7 @@ def test_proton_literal_is_protons_shape_with_self_values_on_each_node() -> None
             "ROOT",
             {},
             _proton_node(
-                "train.py:42 forward",
+                "train.py:forward@42",
                 {"cpu_time (ns)": 5},
                 _proton_node(
                     "blocks.0.attn.qkv (Linear)",
@@ -192,7 +203,7 @@ def test_proton_literal_is_protons_shape_with_self_values_on_each_node() -> None
                 ),
             ),
             _proton_node(
-                "train.py:50 step",
+                "train.py:step@50",
                 {},
                 _proton_node(
                     "triton_poi_fused_add_gelu_0",
@@ -204,7 +215,7 @@ def test_proton_literal_is_protons_shape_with_self_values_on_each_node() -> None
         ),
         {},
     ]
-    assert json.loads(dumps("proton", sample_profile())) == expected
+    assert _names_and_types_only(json.loads(dumps("proton", sample_profile()))) == expected
 
 
 def test_proton_device_info_comes_from_metadata_devices_with_protons_fields() -> None:
@@ -231,11 +242,17 @@ def _by_path(gf: Any, column: str) -> dict[tuple[str, ...], float]:
     return {tuple(n.frame["name"] for n in node.path()): float(df.loc[node, column]) for node in gf.graph.traverse()}
 
 
+def proton_name(f: Frame) -> str:
+    """How Proton names a frame: python frames ``file:function@line``, others by label."""
+    return f"{f.file}:{f.name}@{f.line}" if f.kind is FrameKind.PYTHON else f.label()
+
+
 def _expected_by_path(
     profile: Profile, metric: str, inclusive: bool, root: str = "<root>"
 ) -> dict[tuple[str, ...], float]:
     values = profile.inclusive(metric) if inclusive else profile.exclusive(metric)
-    return {(root, *p[1:]): float(values[node]) for p, node in label_paths(profile).items()}
+    name = proton_name if root == "ROOT" else Frame.label
+    return {(root, *(name(f) for f in profile.path(node))): float(values[node]) for node in range(len(profile))}
 
 
 def test_proton_read_the_viewers_way_gives_the_profiles_inclusive_time(tmp_path: Path) -> None:
@@ -296,6 +313,14 @@ def test_real_proton_viewer_command_prints_the_tree(tmp_path: Path, proton_viewe
     ).stdout
     assert out.splitlines()[0].split() == ["3100.000", "ROOT"]
     assert "2000.000 sm90_gemm_bwd" in out
+    short = subprocess.run(
+        [sys.executable, "-m", "triton.profiler.viewer", "-m", "time/ns", "-f", "function_line", str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    ).stdout
+    assert "forward@42" in short and "train.py:forward@42" not in short  # Proton's name format, shortened
 
 
 # --- hatchet --------------------------------------------------------------------
@@ -306,27 +331,36 @@ def test_hatchet_literal_has_exclusive_and_inclusive_columns_and_kind_types() ->
     op = b.path([LINE, ADDMM])
     b.add(op, "cpu_time_ns", 3)
     b.add(b.child(op, GEMM), "time_ns", 7)
+    m = {"time": 0, "time (inc)": 7, "cpu_time_ns": 0, "cpu_time_ns (inc)": 3}
     expected = [
         {
-            "frame": {"name": "<root>", "type": "root"},
-            "metrics": {"time_ns": 0, "time_ns (inc)": 7, "cpu_time_ns": 0, "cpu_time_ns (inc)": 3},
+            "frame": {"name": "<root>", "type": "root", "ks_kind": "root"},
+            "metrics": m,
             "children": [
                 {
-                    "frame": {"name": "train.py:42 forward", "type": "python", "file": "train.py", "line": 42},
-                    "metrics": {"time_ns": 0, "time_ns (inc)": 7, "cpu_time_ns": 0, "cpu_time_ns (inc)": 3},
+                    "frame": {
+                        "name": "train.py:42 forward",
+                        "type": "python",
+                        "ks_kind": "python",
+                        "ks_name": "forward",
+                        "file": "train.py",
+                        "line": 42,
+                    },
+                    "metrics": m,
                     "children": [
                         {
-                            "frame": {"name": "aten::addmm", "type": "op"},
-                            "metrics": {"time_ns": 0, "time_ns (inc)": 7, "cpu_time_ns": 3, "cpu_time_ns (inc)": 3},
+                            "frame": {"name": "aten::addmm", "type": "op", "ks_kind": "op"},
+                            "metrics": {**m, "cpu_time_ns": 3},
                             "children": [
                                 {
-                                    "frame": {"name": "sm90_gemm", "type": "kernel"},
-                                    "metrics": {
-                                        "time_ns": 7,
-                                        "time_ns (inc)": 7,
-                                        "cpu_time_ns": 0,
-                                        "cpu_time_ns (inc)": 0,
+                                    "frame": {
+                                        "name": "sm90_gemm",
+                                        "type": "kernel",
+                                        "ks_kind": "kernel",
+                                        "device": "cuda:0",
+                                        "stream": 7,
                                     },
+                                    "metrics": {"time": 7, "time (inc)": 7, "cpu_time_ns": 0, "cpu_time_ns (inc)": 0},
                                     "children": [],
                                 }
                             ],
@@ -346,13 +380,15 @@ def test_hatchet_from_literal_gives_the_profiles_exclusive_and_inclusive_values(
 
     gf = ht.GraphFrame.from_literal(json.loads(path.read_text()))
 
-    assert sorted(gf.exc_metrics) == sorted(profile.metric_names)
-    assert sorted(gf.inc_metrics) == sorted(f"{m} (inc)" for m in profile.metric_names)
-    for metric in profile.metric_names:
-        assert _by_path(gf, metric) == _expected_by_path(profile, metric, False)
-        assert _by_path(gf, f"{metric} (inc)") == _expected_by_path(profile, metric, True)
+    column = {m: "time" if m == "time_ns" else m for m in profile.metric_names}
+    assert sorted(gf.exc_metrics) == sorted(column.values())
+    assert sorted(gf.inc_metrics) == sorted(f"{m} (inc)" for m in column.values())
+    for metric, col in column.items():
+        assert _by_path(gf, col) == _expected_by_path(profile, metric, False)
+        assert _by_path(gf, f"{col} (inc)") == _expected_by_path(profile, metric, True)
     gf.update_inclusive_columns()  # hatchet's own sums agree with ours
-    assert _by_path(gf, "time_ns (inc)") == _expected_by_path(profile, "time_ns", True)
+    assert _by_path(gf, "time (inc)") == _expected_by_path(profile, "time_ns", True)
+    assert "sm90_gemm_bwd" in gf.tree()  # hatchet's default metric column ("time") exists
 
 
 def test_metric_names_that_would_clash_with_hatchet_columns_are_renamed() -> None:
@@ -364,7 +400,7 @@ def test_metric_names_that_would_clash_with_hatchet_columns_are_renamed() -> Non
     hatchet_cols = json.loads(dumps("hatchet", b.build()))[0]["metrics"]
     proton_cols = json.loads(dumps("proton", b.build()))[0]["metrics"]
     assert set(hatchet_cols) == {
-        "time_ns", "time_ns (inc)", "name_", "name_ (inc)", "node_", "node_ (inc)",
+        "time", "time (inc)", "name_", "name_ (inc)", "node_", "node_ (inc)",
         "time (ns)", "time (ns) (inc)", "x (inc.)", "x (inc.) (inc)",
     }  # fmt: skip
     assert set(proton_cols) == {"time (ns)", "count", "name_", "node_", "time (ns)_2", "x (inc.)"}
@@ -449,8 +485,9 @@ def hostile_profile() -> Profile:
     return b.build()
 
 
-def _expected_labels(profile: Profile) -> set[str]:
-    return {f.label() for f in profile.frames[1:]}
+def _expected_labels(profile: Profile, fmt: str = "hatchet") -> set[str]:
+    name = proton_name if fmt == "proton" else Frame.label
+    return {name(f) for f in profile.frames[1:]}
 
 
 @pytest.mark.parametrize("fmt", ["proton", "hatchet"])
@@ -462,12 +499,12 @@ def test_hostile_names_survive_the_literal_formats(fmt: str, tmp_path: Path) -> 
     assert "\n" not in text.rstrip("\n")  # one line: newlines in names are escaped
     literal = json.loads(text)
     names = {p[-1] for p, _ in walk_literal(literal[:1])} - {"ROOT", "<root>"}
-    assert names == _expected_labels(profile)
+    assert names == _expected_labels(profile, fmt)
     gf = ht.GraphFrame.from_literal(literal[:1])
     gf.update_inclusive_columns()
-    col = "time (ns) (inc)" if fmt == "proton" else "time_ns (inc)"
+    col = "time (ns) (inc)" if fmt == "proton" else "time (inc)"
     assert float(gf.dataframe.loc[gf.graph.roots[0], col]) == profile.total("time_ns")
-    assert set(gf.dataframe["name"]) - {"ROOT", "<root>"} == _expected_labels(profile)
+    assert set(gf.dataframe["name"]) - {"ROOT", "<root>"} == _expected_labels(profile, fmt)
 
 
 def test_hostile_names_survive_folded() -> None:
@@ -533,8 +570,8 @@ def test_a_5000_deep_stack_exports_without_recursion(fmt: str) -> None:
     assert len(nodes) == DEPTH + 1
     path, leaf = nodes[-1]
     assert len(path) == DEPTH + 1 and path[-1] == "leaf"
-    assert leaf["metrics"]["time (ns)" if fmt == "proton" else "time_ns (inc)"] == 7
-    assert nodes[0][1]["metrics"]["time (ns)" if fmt == "proton" else "time_ns (inc)"] == (0 if fmt == "proton" else 10)
+    assert leaf["metrics"]["time (ns)" if fmt == "proton" else "time (inc)"] == 7
+    assert nodes[0][1]["metrics"]["time (ns)" if fmt == "proton" else "time (inc)"] == (0 if fmt == "proton" else 10)
 
 
 # --- properties ---------------------------------------------------------------------
@@ -559,10 +596,59 @@ def test_every_format_accounts_for_all_exclusive_time(profile: Profile) -> None:
     proton = json.loads(dumps("proton", profile))
     assert sum(n["metrics"]["time (ns)"] for _, n in walk_literal(proton[:1])) == total
     hatchet = json.loads(dumps("hatchet", profile))
-    assert hatchet[0]["metrics"]["time_ns (inc)"] == total
-    assert sum(n["metrics"]["time_ns"] for _, n in walk_literal(hatchet)) == total
+    assert hatchet[0]["metrics"]["time (inc)"] == total
+    assert sum(n["metrics"]["time"] for _, n in walk_literal(hatchet)) == total
+    for fmt in ("proton", "hatchet"):
+        assert _reimported(fmt, profile) == _by_frames(profile)
     assert sum(int(line.rpartition(" ")[2]) for line in dumps("folded", profile).splitlines()) == total
     assert sum(json.loads(dumps("speedscope", profile))["profiles"][0]["weights"]) == total
+
+
+# --- round trips through our own literal formats ---------------------------------
+
+
+def _by_frames(profile: Profile) -> dict[tuple[Frame, ...], dict[str, float]]:
+    """Every node's non-zero exclusive metrics, keyed by its frame path."""
+    out: dict[tuple[Frame, ...], dict[str, float]] = {}
+    for node in range(len(profile)):
+        values = {m: float(profile.exclusive(m)[node]) for m in profile.metric_names if profile.exclusive(m)[node]}
+        if values:
+            out[tuple(profile.path(node))] = values
+    return out
+
+
+def _reimported(fmt: str, profile: Profile) -> dict[tuple[Frame, ...], dict[str, float]]:
+    from kernelscope.importers import import_file
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, f"p{find_exporter(fmt).suffix}")
+        find_exporter(fmt).write(profile, path)
+        back = import_file(path)
+    back.check()
+    return _by_frames(back)
+
+
+@pytest.mark.parametrize("fmt", ["proton", "hatchet"])
+def test_literal_exports_import_back_to_the_same_profile(fmt: str) -> None:
+    # frames keep their kind and fields; no metric is doubled (hatchet's m and m (inc)) or invented
+    for profile in (sample_profile(), hostile_profile()):
+        assert _reimported(fmt, profile) == _by_frames(profile)
+
+
+def test_hatchet_to_literal_output_imports_without_doubling_or_nid_metrics(tmp_path: Path) -> None:
+    profile = sample_profile()
+    path = tmp_path / "p.hatchet.json"
+    find_exporter("hatchet").write(profile, path)
+    gf = ht.GraphFrame.from_literal(json.loads(path.read_text()))
+    gf.update_inclusive_columns()
+    again = tmp_path / "again.hatchet.json"
+    again.write_text(json.dumps(gf.to_literal(), default=float))  # hatchet's own writer: m, m (inc), maybe _hatchet_nid
+    from kernelscope.importers import import_file
+
+    back = import_file(str(again))
+    assert sorted(back.metrics) == sorted(profile.metrics)
+    assert back.total("time_ns") == profile.total("time_ns")
+    assert {f.kind for f in back.frames} == {f.kind for f in profile.frames}
 
 
 # --- writing and the CLI ----------------------------------------------------------------
@@ -597,7 +683,7 @@ def saved(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", [*FORMATS, "chrome"])
 def test_cli_export_writes_each_format(fmt: str, saved: Path, tmp_path: Path) -> None:
     out = tmp_path / f"out{find_exporter(fmt).suffix}"
     assert main(["export", str(saved), "--format", fmt, "-o", str(out)]) == 0
@@ -620,7 +706,10 @@ def test_cli_unknown_format_exits_2_with_one_line(
 ) -> None:
     out = tmp_path / "out.x"
     assert main(["export", str(saved), "--format", "nope", "-o", str(out)]) == 2
-    assert "unknown export format 'nope' (known: folded, hatchet, proton, speedscope)" in _one_line_error(capsys)
+    assert (
+        "unknown export format 'nope' (known: chrome, folded, hatchet, pprof, proton, speedscope)"
+        in _one_line_error(capsys)
+    )
     assert not out.exists()
 
 
@@ -641,3 +730,12 @@ def test_cli_bad_input_or_usage_exits_2_with_one_line(
 ) -> None:
     assert main(["export", *make_args(saved, tmp_path)]) == 2
     assert message in _one_line_error(capsys)
+
+
+@pytest.mark.traces
+@pytest.mark.parametrize("fmt", ["proton", "hatchet"])
+def test_a_real_trace_round_trips_exactly(fmt: str, shared_traces: Path) -> None:
+    from kernelscope.inputs import open_profile
+
+    profile = open_profile(str(shared_traces / "hta_a100_alexnet_cuda_sync.json.gz"))
+    assert _reimported(fmt, profile) == _by_frames(profile)

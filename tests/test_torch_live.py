@@ -283,3 +283,25 @@ def test_a_run_without_steps_still_folds_as_it_goes() -> None:
     assert meta["windows"] >= 3  # folded (and dropped) every ~2000 calls, not once at the end
     add = [n for n in range(1, len(p.result)) if p.result.frame_of(n).name == "aten::add"]
     assert sum(p.result.exclusive("count")[n] for n in add) == 5000  # no call lost between windows
+
+
+def test_ctrl_c_twice_still_saves_what_was_folded(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernelscope", "run", "--no-view", "-o", "c.ksprof", str(FIXTURES / "busy.py")],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env_without_color(),
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(3.0)  # at least one window folded
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.2)  # the second arrives while the last window is folded and the profile saved
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    profile = load(tmp_path / "c.ksprof")
+    assert profile.total("count") > 2000

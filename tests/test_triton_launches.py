@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import numpy as np
 import pytest
@@ -153,3 +154,36 @@ def test_launch_recorder_alone_on_the_interpreter(monkeypatch: pytest.MonkeyPatc
     assert add.metrics["flops"] == 1000 and add.metrics["bytes"] == 12000 and add.metrics["time_ns"] > 0
     assert "flops" not in rec.records[0].metrics  # no launch_metadata callback: count and time only
     assert "add_kernel[(" in source[add.stack[-1].line - 1] and add.stack[-1].name == "add"
+
+
+@pytest.mark.slow
+def test_kernelscope_run_puts_proton_named_launches_under_their_line(tmp_path: Any) -> None:
+    """Issue 11 floor 2: a kernel with a launch_metadata callback under `kernelscope run` (interpreter)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from kernelscope import load
+
+    pytest.importorskip("torch")
+    script = Path(__file__).resolve().parent.parent / "examples" / "triton_kernels.py"
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    r = subprocess.run(
+        [sys.executable, "-m", "kernelscope", "run", "--no-view", "-o", "t.ksprof", str(script), "add"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    p = load(str(tmp_path / "t.ksprof"))
+    kernels = [n for n in range(1, len(p)) if p.frame_of(n).kind is FrameKind.KERNEL]
+    names = {p.frame_of(n).name for n in kernels}
+    assert "vec_add n=1000" in names  # the name launch_metadata returned, as Proton shows it
+    node = next(n for n in kernels if p.frame_of(n).name == "vec_add n=1000")
+    assert p.exclusive("flops")[node] == 1000  # the callback's FLOPs for one launch
+    parent = p.frame_of(int(p.parent[node]))
+    add_line = next(i for i, t in enumerate(script.read_text().splitlines(), 1) if "add_kernel[(" in t)
+    assert parent.kind is FrameKind.PYTHON and parent.line == add_line

@@ -2,13 +2,15 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import sys
 
+import numpy as np
 import pytest
 
 from conftest import build
 from kernelscope.analysis.metrics import parse_metric, parse_metrics
-from kernelscope.analysis.views import TreeOptions, group, tree_view
+from kernelscope.analysis.views import TreeOptions, group, simplify, tree_view
 from kernelscope.errors import UsageError
 from kernelscope.model import Frame
 from kernelscope.render.console import make_console
@@ -95,15 +97,23 @@ def test_derived_metrics() -> None:
     assert parse_metric("tflop/s", avail)(values, totals) == pytest.approx(1.0)
     assert parse_metric("gbyte/s", avail)(values, totals) == pytest.approx(0.5)
     assert parse_metric("time_ns/tokens", avail)(values, totals) == 4e4
-    assert parse_metric("tokens/s", avail)(values, totals) == pytest.approx(25000.0)
+    # a user metric per second is per second of wall time, undefined without one
+    assert math.isnan(parse_metric("tokens/s", avail)(values, totals))
+    assert parse_metric("tokens/s", avail)(values, {**totals, "wall_ns": 5e8}) == pytest.approx(100.0)
+    # a division by zero is undefined (blank), never 0
+    assert math.isnan(parse_metric("avg", avail)({"time_ns": 1.0, "count": 0.0}, totals))
+    assert math.isnan(parse_metric("time/%", avail)(values, {"time_ns": 0.0}))
     with pytest.raises(UsageError, match="unknown metric"):
         parse_metric("bogus", avail)
     assert [s.name for s in parse_metrics("time/ms,count", avail, [])] == ["time/ms", "count"]
 
 
-def test_tree_view_depth_include_exclude_threshold() -> None:
+def labels(tv):
+    return [tv.profile.frame_of(n).label() for n in tv.order]
+
+
+def test_tree_view_depth_include_hide_threshold() -> None:
     p = sample()
-    labels = lambda tv: [p.frame_of(n).label() for n in tv.order]  # noqa: E731
     assert labels(tree_view(p, TreeOptions(depth=1))) == [
         "<root>",
         "train.py:42 step",
@@ -113,12 +123,105 @@ def test_tree_view_depth_include_exclude_threshold() -> None:
     ]
     inc = labels(tree_view(p, TreeOptions(include="backward")))
     assert inc == ["<root>", "train.py:42 step", "blocks.0.fc (Linear)", "[backward]", "aten::mm", "gemm"]
-    exc = labels(tree_view(p, TreeOptions(exclude="blocks", depth=2)))
-    assert "blocks.0.fc (Linear)" not in exc and "fused_add_gelu" in exc
+    hid = tree_view(p, TreeOptions(hide="blocks", depth=2))
+    assert "blocks.0.fc (Linear)" not in labels(hid) and "fused_add_gelu" in labels(hid)
+    assert hid.inclusive["time_ns"][0] == 13e6  # hidden rows keep their time
+    line = labels(hid).index("train.py:42 step")
+    assert hid.hidden[hid.order[line]].count == 1 and hid.hidden[hid.order[line]].value == 9e6
     thr = labels(tree_view(p, TreeOptions(threshold_pct=10, depth=1)))
     assert thr == ["<root>", "train.py:42 step", "model.py:7 forward"]
     with pytest.raises(UsageError, match="regex"):
         tree_view(p, TreeOptions(include="("))
+
+
+def test_exclude_lowers_every_parent_by_exactly_the_excluded_time() -> None:
+    # given a tree where "[backward]" holds 3 ms under train.py:42 and blocks.0.fc
+    p = sample()
+    before = tree_view(p)
+    # when it is excluded
+    after = tree_view(p, TreeOptions(exclude=r"^\[backward\]$"))
+    # then it is gone and each ancestor's inclusive time is exactly 3 ms lower
+    assert "[backward]" not in labels(after)
+    incl_before = dict(zip(labels(before), before.inclusive["time_ns"][list(before.order)], strict=True))
+    incl_after = dict(zip(labels(after), after.inclusive["time_ns"][list(after.order)], strict=True))
+    for ancestor in ("<root>", "train.py:42 step", "blocks.0.fc (Linear)"):
+        assert incl_before[ancestor] - incl_after[ancestor] == 3e6
+    for other in ("model.py:7 forward", "aten::linear", "aten::copy_"):
+        assert incl_before[other] == incl_after[other]
+
+
+def test_include_keeps_matching_subtrees_whole_and_only_their_time() -> None:
+    p = sample()
+    tv = tree_view(p, TreeOptions(include="fc", depth=None))
+    assert labels(tv) == [
+        "<root>",
+        "train.py:42 step",
+        "blocks.0.fc (Linear)",
+        "aten::linear",
+        "aten::addmm",
+        "gemm",
+        "[backward]",
+        "aten::mm",
+        "gemm",
+    ]
+    assert tv.inclusive["time_ns"][0] == 9e6
+
+
+def test_single_child_chains_collapse_and_say_what_they_hide() -> None:
+    p = build(
+        [
+            (
+                [Frame.python("a/x.py", 1, "main"), Frame.python("a/y.py", 2, "run"), Frame.op("aten::mm")],
+                {"time_ns": 5},
+            ),
+            (
+                [Frame.python("a/x.py", 1, "main"), Frame.python("a/y.py", 2, "run"), Frame.op("aten::add")],
+                {"time_ns": 3},
+            ),
+        ]
+    )
+    tv = tree_view(p, TreeOptions(collapse=True))
+    assert labels(tv) == ["<root>", "a/y.py:2 run", "aten::mm", "aten::add"]
+    run = tv.order[1]
+    assert [tv.profile.frame_of(n).label() for n in tv.collapsed[run]] == ["a/x.py:1 main"]
+    assert tv.depth == (0, 1, 2, 2)
+
+
+def test_steps_merge_and_module_instances_group_by_class() -> None:
+    enc = Frame.python("m.py", 5, "forward")
+    paths = [
+        (
+            [Frame.scope(f"ProfilerStep#{s}"), enc, Frame.module_(f"Layer_{i}", "Layer"), Frame.op("aten::mm")],
+            {"time_ns": 1.0, "count": 1},
+        )
+        for s in (6, 7, 8)
+        for i in range(4)
+    ]
+    p = simplify(build(paths))
+    assert labels(tree_view(p)) == ["<root>", "[ProfilerStep#6..8]", "m.py:5 forward", "Layer ×4 (Layer)", "aten::mm"]
+    assert p.total("time_ns") == 12.0
+    per_step = simplify(build(paths), per_step=True)
+    assert sum(lab.startswith("[ProfilerStep#") for lab in labels(tree_view(per_step))) == 3
+    # flat views key instances by class
+    assert [k for k, _ in group(build(paths), "module", ["time_ns"]).rows] == ["Layer"]
+
+
+def test_count_is_the_calls_of_the_key_frame_itself() -> None:
+    # given a line that calls an op twice, each launching one kernel
+    p = build([([LINE, Frame.op("aten::mm"), Frame.kernel("gemm")], {"time_ns": 4.0, "count": 2})])
+    p = p.replace(metrics={**p.metrics, "count": np.asarray([0.0, 1.0, 2.0, 2.0])})
+    assert group(p, "op", ["count"]).rows == (("aten::mm", {"count": 2.0}),)
+    assert group(p, "kernel", ["count"]).rows == (("gemm", {"count": 2.0}),)
+    assert group(p, "line", ["count"]).rows == (("train.py:42", {"count": 1.0}),)
+
+
+def test_group_by_function() -> None:
+    p = sample()
+    assert {k: v["time_ns"] for k, v in group(p, "function", ["time_ns"]).rows} == {
+        "train.py:step": 9e6,
+        "model.py:forward": 3e6,
+        None: 1e6,
+    }
 
 
 def test_tree_json_has_the_documented_shape() -> None:

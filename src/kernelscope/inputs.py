@@ -6,14 +6,24 @@ import os
 
 from .errors import BadInputError
 from .model import Profile, load
-from .model.io import is_ksprof
+from .model.io import MAGIC, is_ksprof
+
+
+def _looks_like_ksprof(path: str) -> bool:
+    if path.endswith(".ksprof"):
+        return True
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == MAGIC
+    except OSError:
+        return False
 
 
 def open_profile(path: str) -> Profile:
     if not os.path.exists(path):
         raise BadInputError(f"{path}: no such file")
-    if is_ksprof(path):
-        return load(path)
+    if is_ksprof(path) or _looks_like_ksprof(path):
+        return load(path)  # a damaged one says "corrupt kernelscope profile", not "not a format"
     from .importers import import_file
 
     return import_file(path)

@@ -11,12 +11,16 @@ as ``tokens``) or a derived value computed from stored columns:
 ``flop/s``               ``flops`` per second of ``time_ns`` (``gflop/s``, ``tflop/s``)
 ``byte/s``               ``bytes`` per second of ``time_ns`` (``gbyte/s``)
 ``A/B``                  ratio of two stored columns, e.g. ``time_ns/tokens``
-``X/s``                  a stored column per second of ``time_ns``, e.g. ``tokens/s``
+``X/s``                  a user metric per second of wall time, e.g. ``tokens/s``
+                         (``totals["wall_ns"]``; undefined without a wall time)
 ======================  =====================================================
+
+Undefined values (a division by zero, no wall time) are NaN; renderers print them blank.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -42,7 +46,7 @@ class MetricSpec:
 
 
 def _div(a: float, b: float) -> float:
-    return a / b if b else 0.0
+    return a / b if b else math.nan
 
 
 Compute = Callable[[Values, Values], float]
@@ -66,6 +70,10 @@ def _avg(k: float) -> Compute:
 
 def _rate(c: str, k: float) -> Compute:
     return lambda v, t: _div(v.get(c, 0.0), v.get("time_ns", 0.0) / 1e9) / k
+
+
+def _per_wall_second(c: str) -> Compute:
+    return lambda v, t: _div(v.get(c, 0.0), t.get("wall_ns", 0.0) / 1e9)
 
 
 def _ratio(a: str, b: str) -> Compute:
@@ -104,21 +112,43 @@ def parse_metric(spec: str, available: set[str]) -> MetricSpec:
                         additive=False,
                     )
         if base in available:
-            return MetricSpec(
-                s,
-                (base, "time_ns"),
-                _rate(base, 1.0),
-                s,
-                additive=False,
-            )
+            return MetricSpec(s, (base,), _per_wall_second(base), s, additive=False)
     if unit:
         num = base if base in available else f"{base}_ns" if f"{base}_ns" in available else None
         if num is not None and unit in available:
             return MetricSpec(s, (num, unit), _ratio(num, unit), additive=False)
     known = ", ".join(sorted(available)) or "none"
+    missing = _missing_standard(s)
+    if missing:
+        raise UsageError(
+            f"metric {spec!r} needs {missing!r}, which this profile does not have{_WHY.get(missing, '')}; stored metrics: {known}"
+        )
     raise UsageError(
         f"unknown metric {spec!r}; stored metrics: {known}; derived: time/ms, time/%, avg, flop/s, byte/s, A/B, X/s"
     )
+
+
+_STANDARD = ("time_ns", "cpu_time_ns", "count", "flops", "bytes", "alloc_bytes")
+_WHY = {
+    "flops": " (it was recorded without input shapes)",
+    "bytes": " (it was recorded without input shapes)",
+    "alloc_bytes": " (it was recorded without memory profiling)",
+    "cpu_time_ns": " (it has no host op times)",
+}
+
+
+def _missing_standard(spec: str) -> str | None:
+    """The documented stored metric a spec would need, when the profile lacks it."""
+    base = spec.partition("/")[0]
+    stems = {"flop": "flops", "byte": "bytes", "time": "time_ns", "cpu_time": "cpu_time_ns", "avg": "time_ns"}
+    for prefix in _RATE_PREFIX:
+        for stem, col in (("flop", "flops"), ("byte", "bytes")):
+            stems[prefix + stem] = col
+    if spec in _STANDARD:
+        return spec
+    if base in _STANDARD:
+        return base
+    return stems.get(base)
 
 
 def parse_metrics(specs: str | list[str] | None, available: set[str], default: list[str]) -> list[MetricSpec]:

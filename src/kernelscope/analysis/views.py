@@ -1,20 +1,22 @@
-"""Views of a profile: the filtered tree and the flat groupings by line, module, op and kernel.
+"""Views of a profile: the tree (``tree.py``) and the flat groupings by line, function, module, op
+and kernel.
 
 Pure functions of a Profile; renderers print what these return.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import UsageError
 from ..model import Frame, FrameKind, Profile
+from .transforms import group_instances, instance_class, merge_steps
+from .tree import Hidden, TreeOptions, TreeView, filtered, tree_view
 
-GROUPINGS = ("line", "module", "op", "kernel")
+GROUPINGS = ("line", "function", "module", "op", "kernel")
 VIEWS = ("tree", *GROUPINGS)
 
 
@@ -25,9 +27,15 @@ def _line_key(f: Frame) -> str | None:
     return None
 
 
+def _function_key(f: Frame) -> str | None:
+    if f.kind is FrameKind.PYTHON:
+        return f"{f.file}:{f.name}"
+    return None
+
+
 def _module_key(f: Frame) -> str | None:
     if f.kind is FrameKind.MODULE:
-        return f.name
+        return instance_class(f) or f.name
     if f.kind is FrameKind.PART and f.module:
         return f.module
     return None
@@ -43,6 +51,7 @@ def _kernel_key(f: Frame) -> str | None:
 
 KEY_OF: dict[str, Callable[[Frame], str | None]] = {
     "line": _line_key,
+    "function": _function_key,
     "module": _module_key,
     "op": _op_key,
     "kernel": _kernel_key,
@@ -53,16 +62,21 @@ def _cpu_kernel_key(f: Frame) -> str | None:
     return f.name if f.kind in (FrameKind.KERNEL, FrameKind.OP) else None
 
 
+def _own_keys(profile: Profile, by: str) -> list[str | None]:
+    """Per frame: its own ``by`` key (None when the frame is not of that kind)."""
+    own = KEY_OF[by]
+    if by == "kernel" and profile.metadata.get("device_run") is False:
+        own = _cpu_kernel_key
+    return [own(f) for f in profile.frames]
+
+
 def node_keys(profile: Profile, by: str) -> list[str | None]:
     """The innermost ``by`` context of every node (None where there is none).
 
     On a CPU-only live run the ops are the kernels (``time_ns`` is their self time), so ``kernel``
     groups by the innermost kernel or op there.
     """
-    own = KEY_OF[by]
-    if by == "kernel" and profile.metadata.get("device_run") is False:
-        own = _cpu_kernel_key
-    frame_keys = [own(f) for f in profile.frames]
+    frame_keys = _own_keys(profile, by)
     keys: list[str | None] = [None] * len(profile)
     par = profile.parent.tolist()
     fr = profile.frame.tolist()
@@ -72,124 +86,89 @@ def node_keys(profile: Profile, by: str) -> list[str | None]:
     return keys
 
 
+def own_nodes(profile: Profile, by: str) -> np.ndarray:
+    """Per node: is its own frame of the ``by`` kind? Only these nodes' ``count`` is a row's calls
+    (a kernel's launches, an op's calls), never the counts of what runs under them."""
+    own_frame = np.asarray([k is not None for k in _own_keys(profile, by)], dtype=bool)
+    out: np.ndarray = own_frame[profile.frame] if len(profile) else np.zeros(0, dtype=bool)
+    return out
+
+
 @dataclass(frozen=True)
 class Grouped:
+    """Flat totals by key. Every column sums the exclusive values of the nodes whose innermost ``by``
+    context is the key, except ``count``: the calls of the key's own frames (DESIGN.md), so ``count``
+    by kernel is launches, by op calls of that op, by module forward calls."""
+
     by: str
     metrics: tuple[str, ...]  # stored columns, summed
-    rows: tuple[tuple[str | None, dict[str, float]], ...]  # sorted by the first metric, descending
+    rows: tuple[tuple[str | None, dict[str, float]], ...]  # sorted by the sort metric, descending
     total: dict[str, float]
+    left_out: int = 0  # rows a threshold left out (their values are still in ``total``)
+
+    def __repr__(self) -> str:
+        head = f"Grouped(by={self.by!r}, {len(self.rows)} rows, metrics={list(self.metrics)})"
+        top = "".join(f"\n  {k}: {v}" for k, v in self.rows[:5])
+        return head + top + ("\n  …" if len(self.rows) > 5 else "")
 
 
-def group(profile: Profile, by: str, metrics: Sequence[str] | None = None) -> Grouped:
+def group(profile: Profile, by: str, metrics: Sequence[str] | None = None, sort_metric: str | None = None) -> Grouped:
     if by not in KEY_OF:
         raise UsageError(f"unknown grouping {by!r}; choose one of: {', '.join(VIEWS)}")
     cols = list(metrics) if metrics is not None else profile.metric_names
     keys = node_keys(profile, by)
+    own = own_nodes(profile, by)
     uniq: dict[str | None, int] = {}
     idx = np.fromiter((uniq.setdefault(k, len(uniq)) for k in keys), dtype=np.int64, count=len(keys))
     sums = {}
     for c in cols:
         s = np.zeros(len(uniq))
-        np.add.at(s, idx, profile.exclusive(c))
+        col = profile.exclusive(c)
+        if c == "count":
+            col = np.where(own, col, 0.0)
+        np.add.at(s, idx, col)
         sums[c] = s
     rows = []
     for key, i in uniq.items():
         vals = {c: float(sums[c][i]) for c in cols}
         if any(vals.values()):  # a key with nothing measured is noise (and the bare root)
             rows.append((key, vals))
-    rows.sort(key=lambda r: (-(r[1].get(cols[0], 0.0) if cols else 0.0), r[0] is None, r[0] or ""))
+    sort = sort_metric if sort_metric in cols else (cols[0] if cols else None)
+    rows.sort(key=lambda r: (-(r[1].get(sort, 0.0) if sort else 0.0), r[0] is None, r[0] or ""))
     total = {c: profile.total(c) for c in cols}
+    if "count" in total:
+        total["count"] = float(sums["count"].sum())
     return Grouped(by, tuple(cols), tuple(rows), total)
 
 
-# --- tree -----------------------------------------------------------------------
-@dataclass(frozen=True)
-class TreeOptions:
-    depth: int | None = None
-    include: str | None = None  # regex over frame labels: keep matching nodes, their ancestors and subtrees
-    exclude: str | None = None  # regex over frame labels: drop matching nodes with their subtrees
-    threshold_pct: float = 0.0  # hide nodes below this share of the sort metric's total
-    sort_metric: str = "time_ns"
-
-
-@dataclass(frozen=True)
-class TreeView:
-    """Visible nodes in pre-order with their depth; ``hidden[n]`` counts children hidden under n."""
-
-    profile: Profile
-    order: tuple[int, ...]
-    depth: tuple[int, ...]
-    inclusive: dict[str, np.ndarray] = field(repr=False)
-    hidden: dict[int, int] = field(default_factory=dict)
-
-
-def _compile(pattern: str | None, what: str) -> re.Pattern[str] | None:
-    if not pattern:
-        return None
-    try:
-        return re.compile(pattern)
-    except re.error as exc:
-        raise UsageError(f"bad {what} regex {pattern!r}: {exc}") from None
-
-
-def tree_view(profile: Profile, options: TreeOptions | None = None, metrics: Sequence[str] | None = None) -> TreeView:
-    opt = options or TreeOptions()
-    inc_re = _compile(opt.include, "--include")
-    exc_re = _compile(opt.exclude, "--exclude")
-    cols = list(metrics) if metrics is not None else profile.metric_names
-    if opt.sort_metric not in cols and opt.sort_metric in profile.metrics:
-        cols.append(opt.sort_metric)
-    inclusive = {c: profile.inclusive(c) for c in cols}
-    sort_col = inclusive.get(opt.sort_metric)
-    if sort_col is None:
-        sort_col = inclusive[cols[0]] if cols else np.zeros(len(profile))
-    total = float(sort_col[0]) if len(profile) else 0.0
-    labels = [f.label() for f in profile.frames]
-    fr = profile.frame.tolist()
-    n = len(profile)
-
-    # include: a node is kept when it, an ancestor or a descendant matches
-    keep_inc = np.ones(n, dtype=bool)
-    if inc_re is not None:
-        hit = np.array([bool(inc_re.search(labels[fr[i]])) for i in range(n)])
-        par = profile.parent.tolist()
-        below = hit.copy()  # node or a descendant matches
-        for i in range(n - 1, 0, -1):
-            if below[i]:
-                below[par[i]] = True
-        above = hit.copy()  # node or an ancestor matches
-        for i in range(1, n):
-            if above[par[i]]:
-                above[i] = True
-        keep_inc = below | above
-    excluded = [bool(exc_re.search(labels[fr[i]])) for i in range(n)] if exc_re is not None else [False] * n
-
-    order: list[int] = []
-    depth: list[int] = []
-    hidden: dict[int, int] = {}
-    kids = profile.children
-    stack: list[tuple[int, int]] = [(0, 0)]
-    threshold = total * opt.threshold_pct / 100.0
-    while stack:
-        node, d = stack.pop()
-        order.append(node)
-        depth.append(d)
-        if opt.depth is not None and d >= opt.depth:
-            if kids[node]:
-                hidden[node] = len(kids[node])
-            continue
-        visible = []
-        for c in kids[node]:
-            if excluded[c] or not keep_inc[c] or (threshold > 0 and abs(sort_col[c]) < threshold):
-                hidden[node] = hidden.get(node, 0) + 1
-                continue
-            visible.append(c)
-        visible.sort(key=lambda c: (-abs(sort_col[c]), labels[fr[c]]))
-        stack.extend((c, d + 1) for c in reversed(visible))
-    return TreeView(profile, tuple(order), tuple(depth), inclusive, hidden)
+def simplify(profile: Profile, per_step: bool = False, instances: bool = True) -> Profile:
+    """What every view starts from: steps merged (unless ``per_step``) and, for the tree, module
+    instances grouped by class (flat views key instances by class themselves)."""
+    if not per_step:
+        profile = merge_steps(profile)
+    return group_instances(profile) if instances else profile
 
 
 def view(profile: Profile, by: str = "tree", **options: object) -> TreeView | Grouped:
+    """``Profile.view``: the tree (options as ``TreeOptions``) or a grouping (``metrics=[...]``)."""
     if by == "tree":
         return tree_view(profile, TreeOptions(**options))  # type: ignore[arg-type]
     return group(profile, by, options.get("metrics"))  # type: ignore[arg-type]
+
+
+__all__ = [
+    "GROUPINGS",
+    "KEY_OF",
+    "VIEWS",
+    "Grouped",
+    "Hidden",
+    "TreeOptions",
+    "TreeView",
+    "filtered",
+    "group",
+    "node_keys",
+    "own_nodes",
+    "simplify",
+    "tree_view",
+    "view",
+]

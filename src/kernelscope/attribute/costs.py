@@ -12,6 +12,7 @@ inner level as they document, so ``aten::linear → aten::addmm`` is not counted
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -154,3 +155,160 @@ def op_flops(name: str, shapes: Sequence[Any], concrete: Sequence[Any] = ()) -> 
     except (TypeError, ValueError, OverflowError, IndexError):
         return 0.0
     return value if math.isfinite(value) and 0 <= value < 9e18 else 0.0
+
+
+# --- bytes: the data an op reads and writes ------------------------------------------------------
+# Ops that move no data: views, metadata, allocation without initialisation.
+NO_TRAFFIC = frozenset(
+    {
+        "aten::view",
+        "aten::_unsafe_view",
+        "aten::as_strided",
+        "aten::t",
+        "aten::transpose",
+        "aten::permute",
+        "aten::expand",
+        "aten::expand_as",
+        "aten::reshape",
+        "aten::squeeze",
+        "aten::unsqueeze",
+        "aten::slice",
+        "aten::select",
+        "aten::narrow",
+        "aten::split",
+        "aten::split_with_sizes",
+        "aten::chunk",
+        "aten::unbind",
+        "aten::unflatten",
+        "aten::flatten",
+        "aten::diagonal",
+        "aten::alias",
+        "aten::detach",
+        "aten::detach_",
+        "detach",
+        "aten::lift_fresh",
+        "aten::resolve_conj",
+        "aten::resolve_neg",
+        "aten::empty",
+        "aten::empty_like",
+        "aten::empty_strided",
+        "aten::new_empty",
+        "aten::new_empty_strided",
+        "aten::result_type",
+        "aten::is_nonzero",
+        "aten::size",
+        "aten::stride",
+        "aten::numel",
+        "aten::dim",
+    }
+)
+# Reductions write a small result: their traffic is what they read.
+REDUCTIONS = frozenset(
+    {
+        "aten::sum",
+        "aten::mean",
+        "aten::amax",
+        "aten::amin",
+        "aten::max",
+        "aten::min",
+        "aten::argmax",
+        "aten::argmin",
+        "aten::prod",
+        "aten::norm",
+        "aten::linalg_vector_norm",
+        "aten::var",
+        "aten::std",
+        "aten::all",
+        "aten::any",
+        "aten::_local_scalar_dense",
+        "aten::item",
+        "aten::nll_loss",
+        "aten::nll_loss_forward",
+        "aten::mse_loss",
+    }
+)
+_AUTOGRAD_NODE = re.compile(r"Backward\d*$")
+# Kineto's "Input type" names -> bytes per element
+ITEMSIZE = {
+    "float": 4,
+    "double": 8,
+    "c10::Half": 2,
+    "c10::BFloat16": 2,
+    "long int": 8,
+    "long": 8,
+    "int": 4,
+    "short int": 2,
+    "short": 2,
+    "signed char": 1,
+    "unsigned char": 1,
+    "bool": 1,
+    "c10::complex<float>": 8,
+    "c10::complex<double>": 16,
+    "c10::complex<c10::Half>": 4,
+    "c10::Float8_e4m3fn": 1,
+    "c10::Float8_e5m2": 1,
+    "c10::Float8_e4m3fnuz": 1,
+    "c10::Float8_e5m2fnuz": 1,
+}
+
+
+def _gemm_out(name: str, shapes: Sequence[Any]) -> float | None:
+    """Elements a GEMM-like op writes."""
+    if name in ("aten::mm", "aten::bmm", "aten::matmul"):
+        a, b = _shape(shapes, 0), _shape(shapes, 1)
+        if a and b:
+            return float(math.prod(a[:-1]) * (b[-1] if len(b) > 1 else 1))
+    elif name in ("aten::addmm", "aten::baddbmm"):
+        a, b = _shape(shapes, 1), _shape(shapes, 2)
+        if a and b:
+            return float(math.prod(a[:-1]) * b[-1])
+    elif name == "aten::linear":
+        x, w = _shape(shapes, 0), _shape(shapes, 1)
+        if x and w:
+            return float(math.prod(x[:-1]) * w[0])
+    return None
+
+
+def op_bytes(name: str, shapes: Sequence[Any], itemsizes: Sequence[int]) -> float | None:
+    """Bytes one call reads and writes, from its input shapes and element sizes (one rule for live runs
+    and imports); None when the op recorded no tensor input (its inner ops are measured instead).
+
+    Reads are the tensor inputs; writes are the output: a GEMM's result, an in-place op's first input
+    (written once), a reduction's nothing worth counting, otherwise the largest input (elementwise and
+    broadcasting ops). Views and allocations move nothing."""
+    if name in NO_TRAFFIC:
+        return 0.0
+    if name.startswith("torch::autograd::") or _AUTOGRAD_NODE.search(name):
+        return None  # an autograd node: the ops it runs are the traffic
+    sizes: list[float] = []
+    first = 0.0
+    joined = 0.0  # cat/stack write their whole input list
+    for i, s in enumerate(shapes):
+        isz = itemsizes[i] if i < len(itemsizes) else 0
+        if not isz:
+            continue
+        parts = s if isinstance(s, (list, tuple)) and s and isinstance(s[0], (list, tuple)) else [s]
+        for part in parts:
+            if isinstance(part, (list, tuple)) and all(type(d) is int and d >= 0 for d in part):
+                nbytes = float(math.prod(part) * isz)
+                if not sizes:
+                    first = nbytes
+                if i == 0:
+                    joined += nbytes
+                sizes.append(nbytes)
+    if not sizes:
+        return None
+    reads = sum(sizes)
+    out = _gemm_out(name, shapes)
+    if out is not None:
+        writes = out * (itemsizes[0] if itemsizes and itemsizes[0] else 4)
+    elif name in ("aten::cat", "aten::stack", "aten::_cat"):
+        writes = joined
+    elif name.endswith("_") and not name.endswith("__"):
+        writes = first
+    elif name in REDUCTIONS:
+        writes = 0.0
+    else:
+        writes = max(sizes)
+    total = reads + writes
+    return total if math.isfinite(total) and total < 9e18 else 0.0

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from ..collect.userframes import display_path, is_user_file
 from ..model import Frame, FrameKind, ProfileBuilder
-from .costs import FLOP_RULES, op_flops
+from .costs import FLOP_RULES, op_bytes, op_flops
 
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 STEP_PREFIX = "ProfilerStep#"
@@ -33,7 +33,7 @@ REGION_PREFIXES = ("Torch-Compiled Region", "CompiledFunction", "## Call Compile
 
 # (event, ctx node, frame ctx (nearest non-op), the parent PyCall's extra fields,
 #  forward context of the backward we are in (-1: none), scopes applied on the path)
-_Item = tuple[Any, int, int, Any, int, "tuple[int, ...]"]
+_Item = tuple[Any, int, int, Any, int, "tuple[int, ...]", bool]
 
 
 @dataclass
@@ -177,11 +177,11 @@ class TreeWalker:
         top = {id(r) for r in roots}
         tags = self._tags
         user_files: dict[str, bool] = {}
-        stack: list[_Item] = [(r, 0, 0, None, -1, ()) for r in reversed(roots)]
+        stack: list[_Item] = [(r, 0, 0, None, -1, (), False) for r in reversed(roots)]
         open_scopes = self._open
         events = 0
         while stack:
-            ev, ctx, fctx, user_fn, bwd_base, applied = stack.pop()
+            ev, ctx, fctx, user_fn, bwd_base, applied, measured = stack.pop()
             events += 1
             tag = tags.get(ev.tag) or self._tag(ev)
             children = ev.children
@@ -224,7 +224,7 @@ class TreeWalker:
                     fn = ex
                 if children:
                     nf = node if node != ctx else fctx
-                    stack.extend((c, node, nf, fn, bwd_base, applied) for c in reversed(children))
+                    stack.extend((c, node, nf, fn, bwd_base, applied, measured) for c in reversed(children))
                 continue
             if tag == "Allocation":
                 size = ev.extra_fields.alloc_size
@@ -233,7 +233,7 @@ class TreeWalker:
                 continue
             if tag != "TorchOp":
                 continue  # Kineto/backend/vulkan records: device work comes from kineto events
-            self._torch_op(ev, ctx, fctx, user_fn, bwd_base, applied, stack)
+            self._torch_op(ev, ctx, fctx, user_fn, bwd_base, applied, measured, stack)
         st.events += events
 
     def _torch_op(
@@ -244,6 +244,7 @@ class TreeWalker:
         user_fn: Any,
         bwd_base: int,
         applied: tuple[int, ...],
+        measured: bool,
         stack: list[_Item],
     ) -> None:
         b = self.builder
@@ -294,10 +295,11 @@ class TreeWalker:
             if self.compiled is not None and name.startswith("## Call CompiledFxGraph"):
                 self.compiled.enter_graph()
             if children:
-                stack.extend((c, ctx, fctx, None, bwd_base, applied) for c in reversed(children))
+                stack.extend((c, ctx, fctx, None, bwd_base, applied, measured) for c in reversed(children))
             return
 
         wrapper = False
+        folded = False
         if name.startswith(BACKWARD_PREFIX):
             bwd_name = name[len(BACKWARD_PREFIX) :]
             fwd = st.fwd_ctx.get(ex.sequence_number) if ex.sequence_number >= 0 else None
@@ -311,8 +313,9 @@ class TreeWalker:
             # a compiled graph's backward: its own time is the wrapper's (and a lazy compile's), not kernels'
             wrapper = bwd_name == "CompiledFunctionBackward"
         elif scope == "BACKWARD_FUNCTION" and b.frame_of(ctx).name == name:
-            node = ctx  # the node inside `evaluate_function: X` is X again: fold it in
+            node = ctx  # the node inside `evaluate_function: X` is X again: fold it in (one call, not two)
             wrapper = name == "CompiledFunctionBackward"
+            folded = True
         elif name.startswith(REGION_PREFIXES):
             if ex.sequence_number >= 0 and bwd_base < 0:
                 st.fwd_ctx[ex.sequence_number] = fctx
@@ -336,11 +339,12 @@ class TreeWalker:
                 placed = self.compiled.place(name, bwd_base >= 0, place_ctx, b, metrics, has_child_op)
                 if placed is not None:
                     if children:
-                        stack.extend((c, placed, fctx, None, bwd_base, applied) for c in reversed(children))
+                        stack.extend((c, placed, fctx, None, bwd_base, applied, measured) for c in reversed(children))
                     return
             node = self._op(ctx, name)
 
-        b.add(node, "count", 1.0)
+        if not folded:
+            b.add(node, "count", 1.0)
         b.add(node, "cpu_time_ns", self_ns)
         if not (self.device_run or wrapper or (self._compile_sids and any(a in self._compile_sids for a in applied))):
             b.add(node, "time_ns", self_ns)  # work done while compiling is host time, not the program's
@@ -359,12 +363,16 @@ class TreeWalker:
                 flops = op_flops(name, _shapes(ex.inputs), ex.inputs)
                 if flops:
                     b.add(node, "flops", flops)
-            if not has_child_op:
-                nbytes = _input_bytes(ex.inputs) + allocs
-                if nbytes:
-                    b.add(node, "bytes", nbytes)
+            # bytes on the outermost op that recorded tensor inputs: what it reads and writes
+            # (attribute.costs.op_bytes); the ops inside it are how it does that, not more traffic
+            if not measured:
+                nbytes = op_bytes(name, _shapes(ex.inputs), _itemsizes(ex.inputs))
+                if nbytes is not None:
+                    measured = True
+                    if nbytes:
+                        b.add(node, "bytes", nbytes)
         if children:
-            stack.extend((c, node, fctx, None, bwd_base, applied) for c in reversed(children))
+            stack.extend((c, node, fctx, None, bwd_base, applied, measured) for c in reversed(children))
 
 
 COMPILING_SCOPE = "torch.compile: compiling"
@@ -394,26 +402,22 @@ def _is_graph_call(frame: Frame) -> bool:
     return frame.kind is FrameKind.REGION and frame.name.startswith("Call CompiledFxGraph")
 
 
-def _shapes(inputs: Iterable[Any]) -> list[list[int] | None]:
-    out: list[list[int] | None] = []
+def _shapes(inputs: Iterable[Any]) -> list[Any]:
+    """Per input: a tensor's sizes, a tensor list's list of sizes, else None."""
+    out: list[Any] = []
     for i in inputs:
+        if isinstance(i, list):
+            out.append([[int(s) for s in t.sizes] for t in i if getattr(t, "sizes", None) is not None] or None)
+            continue
         sizes = getattr(i, "sizes", None)
         out.append([int(s) for s in sizes] if sizes is not None else None)
     return out
 
 
-def _input_bytes(inputs: Iterable[Any]) -> float:
-    total = 0.0
+def _itemsizes(inputs: Iterable[Any]) -> list[int]:
+    out: list[int] = []
     for i in inputs:
-        items = i if isinstance(i, list) else (i,)
-        for t in items:
-            sizes = getattr(t, "sizes", None)
-            if sizes is None:
-                continue
-            dtype = t.dtype
-            itemsize = getattr(dtype, "itemsize", 4) if dtype is not None else 4
-            n = 1
-            for s in sizes:
-                n *= s
-            total += n * itemsize
-    return total
+        t = i[0] if isinstance(i, list) and i else i
+        dtype = getattr(t, "dtype", None)
+        out.append(int(getattr(dtype, "itemsize", 0) or 0) if getattr(t, "sizes", None) is not None else 0)
+    return out

@@ -12,7 +12,7 @@ from ..render.exporters import exporters, find_exporter
 
 class ExportCommand:
     name = "export"
-    help = "Write a profile or trace in another tool's format (proton, hatchet, folded, speedscope)."
+    help = "Write a profile or trace in another tool's format (chrome, pprof, proton, hatchet, speedscope, folded)."
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         known = exporters()

@@ -12,9 +12,13 @@ import argparse
 import os
 import sys
 
+from ..analysis.summary import time_meaning
 from ..errors import UsageError
 from ..importers.multirank import import_ranks, merge_ranks, ranks_of
 from ..model import Profile, save
+from ..model.io import is_ksprof
+from ..render.format import fmt_ns
+from .validate import positive_int
 
 _TRACE_SUFFIXES = (".json.gz", ".json", ".hatchet", ".gz", ".pb")
 
@@ -46,18 +50,31 @@ def warning_line(path: str, profile: Profile) -> str | None:
 def summary_line(out: str, profile: Profile) -> str:
     tl = profile.timeline
     rows = len(tl) if tl is not None else 0
-    ms = profile.total("time_ns") / 1e6
-    return f"wrote {out}: {len(profile):,} contexts, {rows:,} timeline rows, {ms:,.3f} ms device/op time"
+    time = fmt_ns(profile.total("time_ns"))
+    return f"wrote {out}: {len(profile):,} contexts, {rows:,} timeline rows, {time} of {time_meaning(profile)}"
+
+
+EXAMPLES = """\
+examples:
+  kernelscope import trace.json.gz                # writes trace.ksprof here
+  kernelscope import rank*.json.gz -o run.ksprof  # run.rank<R>.ksprof per rank and the merged run.ksprof
+  kernelscope view trace.json.gz                  # no import needed just to look
+
+Odd events the importer tolerates are counted and summarised on stderr as one warning line per trace.
+"""
 
 
 class ImportCommand:
     name = "import"
-    help = "import trace files (Kineto JSON(.gz), Proton/hatchet) into .ksprof profiles"
+    help = "import trace files (Kineto JSON(.gz), Proton/hatchet, JAX XPlane .xplane.pb) into .ksprof profiles"
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
+        parser.epilog = EXAMPLES
         parser.add_argument("traces", nargs="+", metavar="TRACE", help="trace files; several = one per rank")
         parser.add_argument("-o", "--output", metavar="OUT.ksprof", help="profile to write (merged one for several)")
-        parser.add_argument("-j", "--jobs", type=int, default=2, help="parallel import processes (default 2)")
+        parser.add_argument(
+            "-j", "--jobs", type=positive_int, default=2, metavar="N", help="parallel import processes (default: 2)"
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         traces: list[str] = list(args.traces)
@@ -66,6 +83,11 @@ class ImportCommand:
         out = args.output or default_output(traces)
         if os.path.isdir(out):
             raise UsageError(f"{out}: is a directory; give a file name for -o")
+        for path in traces:
+            if is_ksprof(path) or path.endswith(".ksprof"):
+                raise UsageError(
+                    f"{path}: is already a kernelscope profile; every verb reads it directly (kernelscope view {path})"
+                )
         profiles = import_ranks(traces, workers=args.jobs)
         for path, prof in zip(traces, profiles, strict=True):
             line = warning_line(path, prof)

@@ -12,19 +12,55 @@ from .command import Command
 from .registry import commands
 
 
+class ParserError(KernelscopeError):
+    """A command line argparse refused; ``prog`` is the verb it was for (``kernelscope view``)."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(message)
+        self.prog = prog
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         # argparse prints usage + message and exits 2; keep it to one clear line.
-        raise KernelscopeError(f"{self.prog}: {message} (see --help)")
+        raise ParserError(self.prog, f"{message} (see {self.prog} --help)")
+
+
+def _optional_remainders(parser: argparse.ArgumentParser) -> None:
+    """``SCRIPT [ARGS...]``: argparse calls a REMAINDER positional required; it is not."""
+    for action in parser._actions:
+        if action.nargs == argparse.REMAINDER:
+            action.required = False
+
+
+EXAMPLES = """\
+examples:
+  kernelscope run train.py --epochs 1       profile a script: print the tree, save train.ksprof
+  kernelscope view train.ksprof --by line   where the time goes, by source line
+  kernelscope view trace.json.gz            a Kineto trace works wherever a profile does
+  kernelscope import rank*.json.gz -o run.ksprof
+  kernelscope timeline trace.json.gz        GPU busy/idle, idle gaps, host-device syncs
+  kernelscope VERB --help                   one verb's options, defaults and examples
+
+exit codes: 0 ok; 1 the profiled program failed or diff --fail-above tripped; 2 bad input or usage.
+"""
 
 
 def build_parser(cmds: Sequence[Command]) -> argparse.ArgumentParser:
-    parser = _Parser(prog="kernelscope", description="Where your model's time goes, from kernels to source lines.")
-    parser.add_argument("--version", action="version", version=f"kernelscope {__version__}")
+    parser = _Parser(
+        prog="kernelscope",
+        description="Where your model's time goes, from kernels to source lines.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-V", "--version", action="version", version=f"kernelscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for cmd in cmds:
-        p = sub.add_parser(cmd.name, help=cmd.help, description=cmd.help)
+        p = sub.add_parser(
+            cmd.name, help=cmd.help, description=cmd.help, formatter_class=argparse.RawDescriptionHelpFormatter
+        )
         cmd.prepare_parser(p)
+        _optional_remainders(p)
         p.set_defaults(_command=cmd)
     return parser
 
@@ -35,9 +71,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         if getattr(args, "_command", None) is None:
-            parser.print_help(sys.stderr)
+            names = ", ".join(c.name for c in cmds)
+            print(f"kernelscope: error: give a command ({names}); kernelscope --help shows examples", file=sys.stderr)
             return 2
         return int(args._command.run(args))
+    except ParserError as exc:
+        print(f"{exc.prog}: error: {exc}", file=sys.stderr)
+        return 2
     except KernelscopeError as exc:
         print(f"kernelscope: error: {exc}", file=sys.stderr)
         return 2

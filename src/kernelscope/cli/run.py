@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from ..errors import BadInputError
+from .validate import non_negative_float, non_negative_int, positive_int
 from .view import show
 
 
@@ -20,6 +23,7 @@ class RunCommand:
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("-o", "--output", help="profile to write (default: <script>.ksprof in the current folder)")
+        parser.add_argument("--html", metavar="REPORT.html", help="also write the HTML report (kernelscope report)")
         parser.add_argument("--no-view", action="store_true", help="do not print the tree afterwards")
         parser.add_argument("--no-memory", action="store_true", help="do not record allocations (lower overhead)")
         parser.add_argument(
@@ -33,13 +37,21 @@ class RunCommand:
             "--no-compile-provenance", action="store_true", help="do not capture torch.compile provenance"
         )
         parser.add_argument(
-            "--skip-first", type=int, default=0, metavar="N", help="start recording after N kernelscope.step() calls"
+            "--skip-first",
+            type=non_negative_int,
+            default=0,
+            metavar="N",
+            help="start recording after N kernelscope.step() calls",
         )
         parser.add_argument(
-            "--steps", type=int, default=None, metavar="N", help="stop recording after N recorded steps"
+            "--steps", type=positive_int, default=None, metavar="N", help="stop recording after N recorded steps"
         )
         parser.add_argument(
-            "--duration", type=float, default=None, metavar="S", help="stop recording after S seconds of recording"
+            "--duration",
+            type=non_negative_float,
+            default=None,
+            metavar="S",
+            help="stop recording after S seconds of recording",
         )
         parser.add_argument(
             "--schedule",
@@ -53,6 +65,12 @@ class RunCommand:
             help="record from the program's first line (imports and set-up included); default: from its "
             "first torch op or nn.Module call",
         )
+        parser.add_argument(
+            "--framework",
+            choices=("torch", "jax"),
+            default=None,
+            help="which profiler to use (default: jax when the program imports jax and not torch, else torch)",
+        )
         parser.add_argument("-m", dest="module", action="store_true", help="run a module, like python -m")
         parser.add_argument("target", metavar="SCRIPT|MODULE")
         parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
@@ -61,42 +79,23 @@ class RunCommand:
         )
 
     def run(self, args: argparse.Namespace) -> int:
-        from ..collect.runner import check_target, run_program
+        from ..collect.runner import check_target
 
         check_target(args.target, args.module)
         output = args.output or _default_output(args.target, args.module)
         out_dir = os.path.dirname(os.path.abspath(output))
         if not os.path.isdir(out_dir):
             raise BadInputError(f"{output}: folder {out_dir} does not exist")
-        try:
-            from ..collect import api
-        except ImportError as exc:
-            raise BadInputError(f"kernelscope run needs PyTorch ({exc}); pip install 'kernelscope[torch]'") from None
+        from ..collect.jax_live import uses_jax
 
-        session = api.start(
-            skip_first=args.skip_first,
-            shapes=args.shapes,
-            profile_memory=not args.no_memory,
-            compile_capture=not args.no_compile_provenance,
-            steps=args.steps,
-            duration=args.duration,
-            schedule=args.schedule,
-            record_from="start" if args.from_start else "first-call",
-        )
-        session.argv = [args.target, *args.args]
-        outcome = run_program(args.target, list(args.args), args.module)
+        framework = args.framework or ("jax" if uses_jax(args.target, args.module) else "torch")
         # Save no matter how the program ended; a second Ctrl-C must not cut the save short.
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        progress = threading.Timer(1.0, _say_saving)
-        progress.daemon = True
-        progress.start()
-        try:
-            profile = api.finalize()
-            profile.metadata["exit_code"] = outcome.exit_code
-            saved, problem = _save(profile, output)
-        finally:
-            progress.cancel()
-            signal.signal(signal.SIGINT, previous)
+        if framework == "jax":
+            profile, outcome = _run_jax(args)
+            with _saving():
+                saved, problem = _save(profile, output)
+        else:
+            profile, outcome, saved, problem = _run_torch(args, output)
         for warning in profile.metadata.get("warnings", []):
             print(f"kernelscope: warning: {warning}", file=sys.stderr)
         if not args.no_view and problem is None:
@@ -104,11 +103,69 @@ class RunCommand:
             show(profile, _view_args(args))
             sys.stdout.flush()
         note = f" ({outcome.error})" if outcome.error else ""
+        if args.html and problem is None:
+            from ..render.report import write_report
+
+            try:
+                write_report(profile, args.html)
+            except OSError as exc:
+                problem = (
+                    f"profile saved to {saved}, but the report {args.html} could not be written ({exc.strerror or exc})"
+                )
         if problem is not None:
             print(f"kernelscope: {problem}{note}", file=sys.stderr)
-            return outcome.exit_code or 2
+            return int(outcome.exit_code) or 2
         print(f"kernelscope: profile saved to {saved}{note}", file=sys.stderr)
-        return outcome.exit_code
+        return int(outcome.exit_code)
+
+
+def _run_torch(args: argparse.Namespace, output: str) -> tuple[Any, Any, str, str | None]:
+    from ..collect.runner import run_program
+
+    try:
+        from ..collect import api
+    except ImportError as exc:
+        raise BadInputError(f"kernelscope run needs PyTorch ({exc}); pip install 'kernelscope[torch]'") from None
+    session = api.start(
+        skip_first=args.skip_first,
+        shapes=args.shapes,
+        profile_memory=not args.no_memory,
+        compile_capture=not args.no_compile_provenance,
+        steps=args.steps,
+        duration=args.duration,
+        schedule=args.schedule,
+        record_from="start" if args.from_start else "first-call",
+    )
+    session.argv = [args.target, *args.args]
+    outcome = run_program(args.target, list(args.args), args.module)
+    with _saving():
+        profile = api.finalize()
+        profile.metadata["exit_code"] = outcome.exit_code
+        saved, problem = _save(profile, output)
+    return profile, outcome, saved, problem
+
+
+def _run_jax(args: argparse.Namespace) -> tuple[Any, Any]:
+    try:
+        from ..collect.jax_live import profile_script
+    except ImportError as exc:
+        raise BadInputError(f"profiling a JAX program needs JAX ({exc}); pip install 'kernelscope[jax]'") from None
+    return profile_script(args.target, list(args.args), args.module)
+
+
+@contextlib.contextmanager
+def _saving() -> Iterator[None]:
+    """Ctrl-C is held while folding and saving; a progress line when that takes over a second."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    progress = threading.Timer(1.0, _say_saving)
+    progress.name = "kernelscope-progress"
+    progress.daemon = True
+    progress.start()
+    try:
+        yield
+    finally:
+        progress.cancel()
+        signal.signal(signal.SIGINT, previous)
 
 
 def _say_saving() -> None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import runpy
+import signal
 import sys
+import threading
 import traceback
 from dataclasses import dataclass
 
@@ -62,6 +64,9 @@ def run_program(target: str, args: list[str], is_module: bool) -> Outcome:
         print(code, file=sys.stderr)  # sys.exit("message") prints it, exit code 1
         return Outcome(1, "the program exited with an error message")
     except KeyboardInterrupt:
+        # from here on a second Ctrl-C must not cut the save of what was collected short
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         return Outcome(130, "interrupted (Ctrl-C)", interrupted=True)
     except BaseException as exc:  # the program's own failure: show it as python would
         _print_user_traceback(exc)

@@ -80,9 +80,9 @@ def _torch_dir() -> str:
     return os.path.dirname(os.path.realpath(torch.__file__)) + os.sep
 
 
-def _frame_is_safe(frame: FrameType, torch_dir: str) -> bool:
+@functools.lru_cache(maxsize=4096)
+def _file_is_safe(file: str, torch_dir: str) -> bool:
     """A frame in torch's own code may sit on top of an op in flight; ``nn.Module``'s call machinery does not."""
-    file = frame.f_code.co_filename
     if not file.startswith(torch_dir):
         real = os.path.realpath(file) if os.path.isabs(file) else file
         if not real.startswith(torch_dir):
@@ -97,7 +97,7 @@ def restart_is_safe(ranges: RangeCounter) -> bool:
     torch_dir = _torch_dir()
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:
-        if not _frame_is_safe(frame, torch_dir):
+        if not _file_is_safe(frame.f_code.co_filename, torch_dir):
             return False
         frame = frame.f_back
     return True

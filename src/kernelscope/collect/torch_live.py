@@ -6,6 +6,7 @@ each) that are folded into the calling-context tree as the run goes (see Session
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import platform
@@ -13,20 +14,20 @@ import socket
 import sys
 import threading
 import time
-import warnings
 from collections import defaultdict, deque
 from typing import TYPE_CHECKING, Any
 
 from ..model import Profile, ProfileBuilder, TimelineBuilder
 from ..model.profile import prune_empty
-from ..model.timeline import LINKED, Category
 from ._process import _git_commit, _quiet_fd, _sigint_deferred
+from .modules import ModuleRegistry
 from .plan import Plan
 from .safepoint import RangeCounter, restart_is_safe
-from .userframes import is_user_file
+from .torch_meta import is_device_event, torch_devices
+from .userframes import is_program_file
 
 if TYPE_CHECKING:
-    from .torch_lines import LineMode
+    from .torch_lines import Counter, LineMode, OperatorLines
 
 PROFILE_MEMORY_DEFAULT = True
 RECORD_FROM = ("start", "first-call")
@@ -40,64 +41,6 @@ FOLD_CHECK_CALLS = 1024
 # op at the same context get that context's FLOPs and bytes per call (exact for static shapes).
 SHAPE_MODES = ("sample", "all", "off")
 SHAPE_SECONDS_DEFAULT = 1.0
-
-
-class ModuleRegistry:
-    """Maps a module's id to its attribute path (``blocks.1.attn.qkv``).
-
-    A global forward pre-hook remembers each module that runs; paths are worked
-    out when a window is folded, from the outermost modules seen.
-    """
-
-    def __init__(self, on_call: Any = None) -> None:
-        self._seen: dict[int, Any] = {}
-        self._paths: dict[int, tuple[str, str]] = {}
-        self._handle: Any = None
-        self._on_call = on_call  # called at every eager module call: a safe point between ops
-
-    def install(self) -> None:
-        import torch
-
-        seen = self._seen
-        is_compiling = torch.compiler.is_compiling
-        on_call = self._on_call
-
-        def hook(module: Any, args: Any) -> None:
-            # Under torch.compile tracing this is constant-folded away: recording the module
-            # there would be a side effect Dynamo refuses. Compiled code gets its module paths
-            # from Inductor's provenance instead.
-            if not is_compiling():
-                seen.setdefault(id(module), module)
-                if on_call is not None:
-                    on_call()
-
-        self._handle = torch.nn.modules.module.register_module_forward_pre_hook(hook)
-        # torch warns that global hooks fire once more for an OptimizedModule: harmless for a
-        # hook that only remembers modules, and noise in the user's output.
-        warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks")
-
-    def remove(self) -> None:
-        if self._handle is not None:
-            self._handle.remove()
-            self._handle = None
-
-    def resolve(self) -> None:
-        if len(self._paths) >= len(self._seen):
-            return
-        children: set[int] = set()
-        for mod in self._seen.values():
-            for _, sub in mod.named_modules():
-                if sub is not mod:
-                    children.add(id(sub))
-        for key, mod in self._seen.items():
-            if key in children:
-                continue
-            root_name = type(mod).__name__
-            for name, sub in mod.named_modules():
-                self._paths.setdefault(id(sub), (name or root_name, type(sub).__name__))
-
-    def path(self, self_ptr: int) -> tuple[str, str] | None:
-        return self._paths.get(self_ptr)
 
 
 class Session:
@@ -144,9 +87,11 @@ class Session:
         self.fold_calls = fold_calls
         self.builder = ProfileBuilder()
         self.timeline = TimelineBuilder()
-        self.modules = ModuleRegistry(self._checkpoint)
+        self.modules = ModuleRegistry(self._on_module_call)
         self.ranges = RangeCounter()
-        self.lines: LineMode | None = None
+        self.lines: LineMode | None = None  # while waiting for the first op, and for module-less programs
+        self.operators: OperatorLines | None = None
+        self.calls: Counter | None = None
         self.scope_metrics: dict[str, deque[dict[str, float]]] = defaultdict(deque)
         self.steps = 0
         self.recorded_steps = 0
@@ -163,8 +108,12 @@ class Session:
         self._triton: Any = None  # Proton-style launch metrics, when the program uses Triton
         self._want_compile = compile_capture
         self._paused = False  # deactivate() from the API
+        self._compiling = False  # torch.compile is compiling: not recorded (its events are huge)
+        self._compile_callbacks: tuple[Any, Any] | None = None
+        self.compile_pauses = 0
         self._finalized = False
         self._busy = False  # inside a window change: hooks fired from it are ignored
+        self._clean_close = True  # the last window closed where no op was open (or none was opened yet)
         self.warnings: list[str] = []
         self.fold_time = 0.0
         self.events = 0
@@ -175,9 +124,13 @@ class Session:
         self.modules.install()
         if self._want_compile:
             self._compile = _start_compile_capture(self.warnings)
-        from .torch_lines import LineMode
+        self._pause_while_compiling()
+        from .torch_lines import Counter, LineMode, OperatorLines
 
-        self.lines = LineMode(self._on_torch_call, every=1 if self._armed else FOLD_CHECK_CALLS)
+        self.calls = Counter(self._on_torch_call, every=1 if self._armed else FOLD_CHECK_CALLS)
+        self.operators = OperatorLines(self.calls)
+        self.operators.install()
+        self.lines = LineMode(self.calls)
         self.lines.__enter__()  # type: ignore[no-untyped-call]
         if not self._armed:
             self._checkpoint()
@@ -196,7 +149,7 @@ class Session:
         """API: pause recording. Stopping is always safe."""
         self._paused = True
         with _sigint_deferred():  # a Ctrl-C mid-fold would lose the window's events
-            self._close_window()
+            self._close_window(clean=restart_is_safe(self.ranges))
 
     def step(self) -> None:
         """Mark a step boundary: the plan counts steps; a due fold happens here."""
@@ -208,16 +161,65 @@ class Session:
 
     def _on_torch_call(self) -> None:
         if self._armed:
-            caller = sys._getframe(2).f_code.co_filename  # _on_torch_call <- __torch_function__ <- caller
-            if not is_user_file(caller):
+            # _on_torch_call <- Counter.tick <- the operator wrapper or __torch_function__ <- its caller
+            caller = sys._getframe(3).f_code.co_filename
+            if not is_program_file(caller):  # not an import-time op of an installed library
                 return
             self._armed = False
-            if self.lines is not None:
-                self.lines.every = FOLD_CHECK_CALLS
+            if self.calls is not None:
+                self.calls.rearm(FOLD_CHECK_CALLS)
         self._checkpoint()
 
+    def _on_module_call(self) -> None:
+        """A module call (outside any torch function call): the safe place to drop the LineMode, once
+        module calls and operators can drive the checkpoints (it costs a Python call per torch call)."""
+        if self.lines is not None and not self._armed:
+            from torch.overrides import _get_current_function_mode_stack
+
+            stack = _get_current_function_mode_stack()  # type: ignore[no-untyped-call]
+            if stack and stack[-1] is self.lines:  # never pop a mode the program pushed after ours
+                self.lines.__exit__(None, None, None)  # type: ignore[no-untyped-call]
+                self.lines = None
+        self._checkpoint()
+
+    def _pause_while_compiling(self) -> None:
+        """Compiling records millions of Python events and is not the program's steady state: stop the
+        window when torch.compile starts (stopping is safe anywhere) and let the next safe point after it
+        start a new one. Compile times come from torch's own compile metrics (collect.compile)."""
+        try:
+            from torch._dynamo.callback import callback_handler
+        except ImportError:  # pragma: no cover - older torch
+            return
+
+        def started(_args: Any) -> None:
+            self._compiling = True
+            if self._prof is not None:
+                self.compile_pauses += 1
+                self._close_window()
+
+        def ended(_args: Any) -> None:
+            self._compiling = False
+
+        callback_handler.register_start_callback(started)
+        callback_handler.register_end_callback(ended)
+        self._compile_callbacks = (started, ended)
+
+    def _forget_compile_callbacks(self) -> None:
+        if self._compile_callbacks is None:
+            return
+        from torch._dynamo.callback import callback_handler
+
+        started, ended = self._compile_callbacks
+        for remove, cb in (
+            (callback_handler.remove_start_callback, started),
+            (callback_handler.remove_end_callback, ended),
+        ):
+            with contextlib.suppress(ValueError):
+                remove(cb)
+        self._compile_callbacks = None
+
     def _wanted(self) -> bool:
-        if self._armed or self._paused or self._finalized:
+        if self._armed or self._paused or self._finalized or self._compiling:
             return False
         seconds = self.recorded_seconds
         if self._prof is not None:
@@ -234,7 +236,7 @@ class Session:
                 self._change(close=False)
         elif not want:
             with _sigint_deferred():
-                self._close_window()
+                self._close_window(clean=restart_is_safe(self.ranges))
         elif self._fold_due():
             self._change(close=True)
 
@@ -242,19 +244,23 @@ class Session:
         elapsed = time.perf_counter() - self._window_start
         if self._window_shapes and self.shapes == "sample" and elapsed >= self.shape_seconds:
             return True
-        calls = self.lines.calls - self._window_calls if self.lines is not None else 0
+        calls = self.calls.calls - self._window_calls if self.calls is not None else 0
         return elapsed >= self.fold_seconds or calls >= self.fold_calls
 
     def _change(self, close: bool) -> None:
-        """Open a window (closing the current one first): only where no op can be open across it."""
-        if not restart_is_safe(self.ranges):
+        """Open a window (closing the current one first) where no op begun under an earlier window can
+        still be open: when the last window was closed at such a point (or none was ever opened:
+        ops begun with no profiler carry no profiler state), anywhere; otherwise only here and now
+        if the stack shows it (safepoint.py)."""
+        safe_now = (not close and self._clean_close) or restart_is_safe(self.ranges)
+        if not safe_now:
             self.deferred += 1
             return
         self._busy = True
         try:
             with _sigint_deferred():
                 if close:
-                    self._close_window()
+                    self._close_window(clean=True)
                 self._open_window()
         finally:
             self._busy = False
@@ -284,13 +290,16 @@ class Session:
         self._prof = prof
         self.windows += 1
         self._window_start = time.perf_counter()
-        self._window_calls = self.lines.calls if self.lines is not None else 0
+        self._window_calls = self.calls.calls if self.calls is not None else 0
 
-    def _close_window(self) -> None:
+    def _close_window(self, clean: bool = False) -> None:
+        """Stop and fold the window (stopping is safe anywhere). ``clean``: nothing was open here, so a
+        later window may open anywhere."""
         prof = self._prof
         if prof is None:
             return
         self._prof = None
+        self._clean_close = clean
         self.recorded_seconds += time.perf_counter() - self._window_start
         with _quiet_fd(2):
             prof.__exit__(None, None, None)
@@ -317,8 +326,12 @@ class Session:
             if self.lines is not None:
                 self.lines.__exit__(None, None, None)  # type: ignore[no-untyped-call]
                 self.lines = None
+            if self.operators is not None:
+                self.operators.remove()
+                self.operators = None
             self.modules.remove()
             self.ranges.remove()
+            self._forget_compile_callbacks()
             self._notes()
         metadata = self._metadata()
         if self._compile is not None:
@@ -357,7 +370,14 @@ class Session:
             self.warnings.append(f"nothing was recorded ({why})")
         elif self.events == 0:
             self.warnings.append("nothing was recorded: the profiled windows held no torch events")
-        others = [t.name for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive()]
+        others = [
+            t.name
+            for t in threading.enumerate()
+            if t is not threading.main_thread()
+            and t.is_alive()
+            and not t.daemon
+            and not t.name.startswith("kernelscope")
+        ]
         if others:
             self.warnings.append(
                 f"{len(others)} other Python thread(s) alive at the end ({', '.join(others[:3])}): "
@@ -387,11 +407,12 @@ class Session:
 
     # --- folding ---------------------------------------------------------------
     def _fold(self, prof: Any) -> None:
+        from ..attribute.torch_device import fold_device_events
         from ..attribute.torch_tree import TreeWalker, WalkState
 
         results = prof.profiler.kineto_results
         # device kernels come from Kineto's flat event list; a CPU-only session has none to look for
-        device_events = [e for e in results.events() if _is_device(e)] if self._cuda else []
+        device_events = [e for e in results.events() if is_device_event(e)] if self._cuda else []
         self._device_run = self._device_run or bool(device_events)
         self.modules.resolve()
         if self._walk_state is None:
@@ -417,58 +438,15 @@ class Session:
         self.events += self._walk_state.events
         self._walk_state.events = 0
         if device_events:
-            self._fold_device(device_events)
+            fold_device_events(self.builder, self.timeline, self._walk_state.corr_node, device_events)
         self._walk_state.corr_node.clear()
-
-    def _fold_device(self, events: list[Any]) -> None:
-        from ..model import Frame
-
-        b = self.builder
-        corr_node = self._walk_state.corr_node
-        for e in events:
-            node = corr_node.get(e.linked_correlation_id(), 0)
-            device = f"cuda:{e.device_index()}"
-            stream = int(e.device_resource_id())
-            name = e.name()
-            kernel = b.child(node, Frame.kernel(name, device, stream))
-            dur = float(e.duration_ns())
-            b.add(kernel, "time_ns", dur)
-            b.add(kernel, "count", 1.0)
-            cat = (
-                Category.MEMCPY
-                if "memcpy" in name.lower()
-                else Category.MEMSET
-                if "memset" in name.lower()
-                else Category.KERNEL
-            )
-            if "nccl" in name.lower():
-                cat = Category.COMM
-            track = self.timeline.track(f"stream {stream}", device)
-            self.timeline.add(
-                kernel, track, int(e.start_ns()), int(dur), cat, LINKED if node else 0, e.correlation_id()
-            )
 
     def _metadata(self) -> dict[str, Any]:
         import torch
 
         from .. import __version__
 
-        devices: list[dict[str, Any]] = [
-            {"type": "cpu", "name": platform.processor() or platform.machine(), "cores": os.cpu_count()}
-        ]
-        if torch.cuda.is_available():
-            for i in range(torch.cuda.device_count()):
-                p = torch.cuda.get_device_properties(i)
-                devices.append(
-                    {
-                        "type": "cuda",
-                        "index": i,
-                        "name": p.name,
-                        "arch": f"sm_{p.major}{p.minor}",
-                        "sms": p.multi_processor_count,
-                        "memory_bytes": p.total_memory,
-                    }
-                )
+        devices = torch_devices()
         return {
             "tool": "kernelscope",
             "tool_version": __version__,
@@ -486,22 +464,17 @@ class Session:
             "windows": self.windows,
             "events": self.events,
             "fold_seconds": self.fold_time,
+            "wall_ns": int(self.recorded_seconds * 1e9),  # wall time the recorded windows cover
             "recording": {
                 "from": self.record_from,
                 "plan": self.plan.describe(),
                 "recorded_steps": self.recorded_steps,
                 "recorded_seconds": self.recorded_seconds,
                 "deferred_window_changes": self.deferred,
+                "paused_for_compiling": self.compile_pauses,
             },
             "device_run": self._device_run,
         }
-
-
-def _is_device(e: Any) -> bool:
-    try:
-        return str(e.device_type()).endswith("CUDA")
-    except Exception:  # pragma: no cover - older KinetoEvent APIs
-        return False
 
 
 def _placer(capture: Any) -> Any:

@@ -1,4 +1,6 @@
-"""Which Python frames are the user's: not the stdlib, site-packages, the framework or kernelscope.
+"""Which Python frames are the user's: not the stdlib, the frameworks and their tooling, or kernelscope.
+Installed model libraries (transformers, diffusers, timm, vllm, ...) are user code: that is where the
+model is written.
 
 DESIGN.md: the *user line* is the innermost Python frame outside those. ``KERNELSCOPE_LIBRARY_PATHS``
 (os.pathsep separated prefixes) adds more library locations; ``KERNELSCOPE_USER_PATHS`` forces
@@ -54,6 +56,71 @@ def resolve(filename: str) -> str:
     return os.path.abspath(filename)
 
 
+# Installed packages that are the frameworks themselves, their dependencies or tooling: library code.
+# Anything else installed (transformers, diffusers, timm, vllm, ...) is where models are written.
+FRAMEWORK_PACKAGES = frozenset(
+    {
+        "torch",
+        "torchgen",
+        "functorch",
+        "triton",
+        "jax",
+        "jaxlib",
+        "flax",
+        "optax",
+        "kernelscope",
+        "numpy",
+        "sympy",
+        "mpmath",
+        "networkx",
+        "filelock",
+        "fsspec",
+        "jinja2",
+        "markupsafe",
+        "tqdm",
+        "typing_extensions",
+        "_pytest",
+        "pytest",
+        "pluggy",
+        "importlib_metadata",
+        "six",
+        "setuptools",
+        "pkg_resources",
+        "_distutils_hack",
+        "packaging",
+        "huggingface_hub",
+        "safetensors",
+        "tokenizers",
+        "regex",
+        "yaml",
+        "requests",
+        "urllib3",
+        "msgspec",
+        "rich",
+        "site-packages",
+        "dist-packages",
+    }
+)
+STDLIB = frozenset(sys.stdlib_module_names)
+_INSTALLED = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+
+
+def _installed_package(path: str) -> str | None:
+    """The top-level package of a file under site-packages/dist-packages, else None."""
+    for marker in _INSTALLED:
+        at = path.rfind(marker)
+        if at >= 0:
+            top = path[at + len(marker) :].split(os.sep, 1)[0]
+            return top[:-3] if top.endswith(".py") else top
+    return None
+
+
+@lru_cache(maxsize=8192)
+def is_program_file(filename: str) -> bool:
+    """The program's own files: user code that is not an installed package (where recording starts)."""
+    return is_user_file(filename) and _installed_package(os.path.realpath(resolve(filename))) is None
+
+
 @lru_cache(maxsize=8192)
 def is_user_file(filename: str) -> bool:
     """True for a real source file that is the user's code (``filename`` as recorded or absolute)."""
@@ -65,8 +132,10 @@ def is_user_file(filename: str) -> bool:
     for p in _forced():
         if real.startswith(p + os.sep) or real == p:
             return True
-    if "site-packages" in real or "dist-packages" in real:
-        return False
+    installed = _installed_package(real)
+    if installed is not None:
+        # model libraries (transformers, diffusers, timm, vllm, ...) are where the model is written
+        return installed not in FRAMEWORK_PACKAGES and installed not in STDLIB
     for p in _prefixes():
         if real.startswith(p + os.sep):
             return False
@@ -78,6 +147,10 @@ def is_user_file(filename: str) -> bool:
 def display_path(filename: str) -> str:
     """Path relative to the working directory when inside it (DESIGN.md line keys)."""
     filename = resolve(filename)
+    for marker in _INSTALLED:  # an installed library: its path inside site-packages, as Kineto writes it
+        at = filename.rfind(marker)
+        if at >= 0:
+            return filename[at + len(marker) :]
     try:
         rel = os.path.relpath(filename)
     except ValueError:

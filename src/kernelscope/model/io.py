@@ -14,6 +14,7 @@ import json
 import os
 import tempfile
 import zipfile
+import zlib
 from typing import Any
 
 import numpy as np
@@ -95,6 +96,17 @@ def load(path: str | os.PathLike[str]) -> Profile:
         raise
     except (zipfile.BadZipFile, KeyError, ValueError, TypeError, EOFError, OSError, json.JSONDecodeError) as exc:
         raise BadInputError(f"{name}: corrupt kernelscope profile ({exc.__class__.__name__}: {exc})") from None
+    except (
+        zlib.error,
+        NotImplementedError,
+        IndexError,
+        AttributeError,
+        RecursionError,
+        MemoryError,
+        OverflowError,
+    ) as exc:
+        # flipped bytes inside deflated data, or JSON of the wrong shape
+        raise BadInputError(f"{name}: corrupt kernelscope profile ({exc.__class__.__name__}: {exc})") from None
 
 
 def _read(zf: zipfile.ZipFile, name: str) -> Profile:
@@ -133,6 +145,10 @@ def _read(zf: zipfile.ZipFile, name: str) -> Profile:
     n = len(profile)
     if n == 0 or profile.frame.shape != (n,) or any(c.shape != (n,) for c in metrics.values()):
         raise BadInputError(f"{name}: corrupt kernelscope profile (column lengths differ)")
-    if int(profile.frame.max()) >= len(frames) or int(profile.parent.max()) >= n:
+    if int(profile.frame.max()) >= len(frames) or int(profile.parent.max()) >= n or int(profile.frame.min()) < 0:
         raise BadInputError(f"{name}: corrupt kernelscope profile (indices out of range)")
+    if profile.parent[0] != -1 or (n > 1 and not bool(np.all(profile.parent[1:] < np.arange(1, n)))):
+        raise BadInputError(f"{name}: corrupt kernelscope profile (a node's parent does not precede it)")
+    if n > 1 and int(profile.parent[1:].min()) < 0:
+        raise BadInputError(f"{name}: corrupt kernelscope profile (a node without a parent)")
     return profile

@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 from ...model import Profile
-from . import Finding, Severity, rule
+from . import Finding, Severity, Threshold, Thresholds, rule
 from ._compile import compile_metadata, ms
 
 SLOW_COMPILE_S = 1.0
 ISLAND_SHARE = 0.10  # of the time inside compiled callables
 
 
-@rule("compile_time", "time spent compiling, and time spent in eager code between compiled graphs")
-def compile_time(profile: Profile) -> list[Finding]:
+@rule(
+    "compile_time",
+    "time spent compiling, and time spent in eager code between compiled graphs",
+    thresholds={
+        "slow_compile_s": Threshold(SLOW_COMPILE_S, "report a compiled function whose compilations took this long"),
+        "island_share": Threshold(ISLAND_SHARE, "warn when eager code between graphs is this share of compiled calls"),
+    },
+)
+def compile_time(profile: Profile, t: Thresholds) -> list[Finding]:
     meta = compile_metadata(profile)
     out: list[Finding] = []
     for frame in meta.get("frames", []):
         seconds = float(frame.get("compile_time_s") or 0.0)
-        if seconds < SLOW_COMPILE_S:
+        if seconds < t["slow_compile_s"]:
             continue
         graphs = int(frame.get("graphs") or 0)
         compiles = int(frame.get("compiles") or 0)
@@ -27,15 +34,17 @@ def compile_time(profile: Profile) -> list[Finding]:
                 title=f"Compiling {frame.get('function')} took {seconds:.1f} s",
                 evidence=f"{compiles} compilation(s) of {graphs} graph(s)"
                 + (f"; {compiles - graphs} were recompilations" if compiles > graphs else ""),
+                fix="cache compiled artifacts across runs (TORCHINDUCTOR_FX_GRAPH_CACHE, mega-cache), "
+                "compile fewer or smaller functions, or use mode='reduce-overhead' only where it pays",
                 file=frame.get("file") or None,
                 line=int(frame.get("line") or 0) or None,
             )
         )
-    out.extend(_islands(meta.get("runtime") or {}))
+    out.extend(_islands(meta.get("runtime") or {}, t["island_share"]))
     return out
 
 
-def _islands(runtime: dict[str, float]) -> list[Finding]:
+def _islands(runtime: dict[str, float], island_share: float) -> list[Finding]:
     entry = float(runtime.get("entry_ns") or 0.0)
     graph = float(runtime.get("graph_ns") or 0.0) - float(runtime.get("backward_graph_ns") or 0.0)
     island = float(runtime.get("eager_island_ns") or 0.0)
@@ -43,7 +52,9 @@ def _islands(runtime: dict[str, float]) -> list[Finding]:
         return []
     outside = max(entry - min(graph, entry), 0.0)
     share = island / entry
-    severity = Severity.WARNING if share >= ISLAND_SHARE else Severity.INFO
+    if share < island_share / 10:
+        return []  # a few guards and wrappers: nothing to act on
+    severity = Severity.WARNING if share >= island_share else Severity.INFO
     return [
         Finding(
             rule="compile_time",

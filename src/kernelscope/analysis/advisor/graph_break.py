@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from ...model import Profile
-from . import Finding, Severity, rule
+from . import Finding, Severity, Thresholds, rule
 from ._compile import compile_metadata, compiled_regions
 
 
 @rule("graph_break", "torch.compile split a function into several graphs (eager code runs in between)")
-def graph_breaks(profile: Profile) -> list[Finding]:
+def graph_breaks(profile: Profile, t: Thresholds) -> list[Finding]:
     meta = compile_metadata(profile)
     frames = {(f.get("file"), f.get("function")): f for f in meta.get("frames", [])}
     out: list[Finding] = []
@@ -27,6 +27,8 @@ def graph_breaks(profile: Profile) -> list[Finding]:
                 evidence=f"{gb.get('reason', '')}{seen}{graphs}",
                 file=gb.get("file") or None,
                 line=int(gb["line"]) if gb.get("line") else None,
+                fix="move the unsupported call out of the compiled function, or make it traceable "
+                "(torch._dynamo.explain shows every break)",
             )
         )
     if not meta.get("graph_breaks"):

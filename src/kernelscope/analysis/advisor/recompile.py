@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...model import Profile
-from . import Finding, Severity, rule
+from . import Finding, Severity, Thresholds, rule
 from ._compile import compile_metadata, compiled_regions
 
 _ADVICE = {
@@ -16,7 +16,7 @@ _ADVICE = {
 
 
 @rule("recompile", "torch.compile recompiled a function because a guard failed")
-def recompiles(profile: Profile) -> list[Finding]:
+def recompiles(profile: Profile, t: Thresholds) -> list[Finding]:
     meta = compile_metadata(profile)
     compile_time = {c.get("compile_id"): c.get("compile_time_s") for c in meta.get("compiles", [])}
     out: list[Finding] = []
@@ -26,16 +26,17 @@ def recompiles(profile: Profile) -> list[Finding]:
         cost = compile_time.get(rc.get("compile_id"))
         spent = f"; recompiling took {cost:.2f} s" if isinstance(cost, (int, float)) else ""
         advice = _ADVICE.get(kind)
-        hint = f". Fix: {advice}" if advice else ""
         out.append(
             Finding(
                 rule="recompile",
                 severity=Severity.WARNING,
                 title=f"Recompiled {rc.get('function') or 'a function'} ({kind} guard failed)",
-                evidence=f"guard {rc.get('reason', '')!r} failed{used}{spent}{hint}",
+                evidence=f"guard {rc.get('reason', '')!r} failed{used}{spent}",
                 file=rc.get("file") or rc.get("def_file") or None,
                 line=int(rc.get("line") or rc.get("def_line") or 0) or None,
                 estimated_saving_ms=round(cost * 1000, 3) if isinstance(cost, (int, float)) else None,
+                saving_method="the recompilation's own compile time" if isinstance(cost, (int, float)) else "",
+                fix=advice or "",
             )
         )
     if not meta.get("recompiles"):

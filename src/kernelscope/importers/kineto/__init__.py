@@ -1,7 +1,8 @@
 """PyTorch/Kineto chrome traces (``.json``, ``.json.gz``): streamed, joined, built into a Profile.
 
 ``reader`` streams the event array in decoded batches, ``tables`` keeps the compact columns the
-joins need, ``build`` nests, joins and builds the calling-context tree and timeline.
+joins need: ``decode`` writes them as the normalised records of ``attribute.tables``, and
+``attribute.engine`` (the one path from records to a Profile) nests, joins and builds the tree.
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ import re
 from collections import Counter
 from typing import Any
 
+from ...attribute.engine import build_profile
+from ...attribute.tables import EventTables
 from ...errors import BadInputError
 from ...model import Profile
 from ..registry import Importer, register
-from .build import build_profile
+from .decode import ChromeDecoder
 from .reader import TraceReader
-from .tables import EventTables
 
 __all__ = ["load_kineto", "sniff_kineto"]
 
@@ -43,8 +45,9 @@ def load_kineto(path: str) -> Profile:
 
 def _load(path: str, reader: TraceReader, tables: EventTables, warnings: Counter[str]) -> Profile:
     try:
+        decoder = ChromeDecoder(tables)
         for batch in reader.batches():
-            tables.add(batch)
+            decoder.add(batch)
         tables.host.finish()
         tables.device.finish()
     except RecursionError:

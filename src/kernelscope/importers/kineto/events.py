@@ -7,12 +7,12 @@ of the wrong type is counted as a warning, never an exception.
 
 from __future__ import annotations
 
-import enum
-import re
 from collections import Counter
 from typing import Any
 
 import msgspec
+
+from ...attribute.records import Kind
 
 
 class RawArgs(msgspec.Struct, frozen=True):
@@ -25,6 +25,7 @@ class RawArgs(msgspec.Struct, frozen=True):
     # shapes are decoded only for ops with a FLOP rule: kept raw (a slice of the input) until then
     input_dims: Any = msgspec.field(name="Input Dims", default=None)
     concrete: Any = msgspec.field(name="Concrete Inputs", default=None)
+    input_type: Any = msgspec.field(name="Input type", default=None)
     nbytes: Any = msgspec.field(name="Bytes", default=None)
     kernel_file: Any = None
     collective: Any = msgspec.field(name="Collective name", default=None)
@@ -38,6 +39,7 @@ class FastArgs(RawArgs, frozen=True):
 
     input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=NO_RAW)
     concrete: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=NO_RAW)
+    input_type: msgspec.Raw = msgspec.field(name="Input type", default=NO_RAW)
 
 
 class RawEvent(msgspec.Struct, frozen=True):
@@ -75,31 +77,6 @@ def event_from_dict(item: Any, warnings: Counter[str]) -> RawEvent | None:
     return RawEvent(**fields, args=args)
 
 
-class Kind(enum.IntEnum):
-    """What an event becomes. Host kinds nest on their thread; device kinds sit on a stream."""
-
-    STEP = 0  # ProfilerStep#N: hoisted to the top of the tree
-    SCOPE = 1  # user_annotation / record_function
-    REGION = 2  # torch.compile regions, compiled graphs
-    PYTHON = 3  # a user python frame
-    MODULE = 4  # nn.Module: X_n
-    OP = 5  # cpu_op
-    RUNTIME = 6  # cudaLaunchKernel, hipMemcpyAsync, ...
-    SYNC = 7  # cudaStreamSynchronize, ...
-    MEMORY = 8  # [memory] instant event (allocation)
-    # device
-    KERNEL = 10
-    MEMCPY = 11
-    MEMSET = 12
-    COMM = 13
-    # dropped
-    SKIP = 20  # known and not needed (flows, overhead, framework python frames, ...)
-    UNKNOWN = 21
-
-
-HOST_KINDS = frozenset({Kind.STEP, Kind.SCOPE, Kind.REGION, Kind.PYTHON, Kind.MODULE, Kind.OP, Kind.RUNTIME, Kind.SYNC})
-DEVICE_KINDS = frozenset({Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.COMM})
-
 # Category names across vintages (lower-cased). 2021 traces say Operator/Runtime/Kernel/Memcpy/Memset.
 CATEGORIES: dict[str, Kind] = {
     "cpu_op": Kind.OP,
@@ -129,47 +106,5 @@ CATEGORIES: dict[str, Kind] = {
     "python_function_call": Kind.SKIP,
 }
 
-SYNC_CALLS = frozenset(
-    {
-        "cudaStreamSynchronize",
-        "cudaDeviceSynchronize",
-        "cudaEventSynchronize",
-        "cuStreamSynchronize",
-        "cuCtxSynchronize",
-        "cuEventSynchronize",
-        "hipStreamSynchronize",
-        "hipDeviceSynchronize",
-        "hipEventSynchronize",
-    }
-)
 
-_COMM = re.compile(
-    r"nccl|rccl|allreduce|all_reduce|allgather|all_gather|reducescatter|reduce_scatter|sendrecv|alltoall", re.I
-)
-_STEP = re.compile(r"ProfilerStep#\d+$")
-_REGION_PREFIXES = ("Torch-Compiled Region", "## Call CompiledFxGraph", "CompiledFunction", "## Call ")
-
-
-def is_comm_kernel(name: str) -> bool:
-    return _COMM.search(name) is not None
-
-
-def host_kind(base: Kind, name: str) -> Kind:
-    """Refine a host category by the event's name (steps, compiled regions, sync calls)."""
-    if base in (Kind.SCOPE, Kind.OP):
-        if _STEP.match(name):
-            return Kind.STEP
-        if name.startswith(_REGION_PREFIXES):
-            return Kind.REGION
-        return base
-    if base is Kind.RUNTIME and name in SYNC_CALLS:
-        return Kind.SYNC
-    return base
-
-
-def region_name(name: str) -> str:
-    """``## Call CompiledFxGraph fp5r... ##`` -> ``CompiledFxGraph fp5r...``; others unchanged."""
-    if name.startswith("## ") and name.endswith("##"):
-        inner = name[3:-2].strip()
-        return inner.removeprefix("Call ").strip()
-    return name
+__all__ = ["CATEGORIES", "FastEvent", "Kind", "RawArgs", "RawEvent", "event_from_dict"]

@@ -11,33 +11,13 @@ kept frame, and their self time counts there.
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
 
+from ...collect.userframes import FRAMEWORK_PACKAGES, STDLIB
 from ...model import Frame
 
 _PY_NAME = re.compile(r"^(.*)\((\d+)\): (.*)$")
 _MODULE = "nn.Module: "
-
-FRAMEWORK_PACKAGES = frozenset(
-    {
-        "torch",
-        "torchgen",
-        "functorch",
-        "triton",
-        "kernelscope",
-        "numpy",
-        "tqdm",
-        "typing_extensions",
-        "_pytest",
-        "pluggy",
-        "importlib_metadata",
-        "six",
-        "site-packages",
-        "dist-packages",
-    }
-)
-STDLIB = frozenset(sys.stdlib_module_names)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +30,12 @@ class PyFrameRule:
         if not file or file.startswith("<"):
             return False
         norm = file.replace("\\", "/")
-        if "/site-packages/" in norm or "/dist-packages/" in norm or "/lib/python3" in norm:
+        for marker in ("/site-packages/", "/dist-packages/"):
+            at = norm.rfind(marker)
+            if at >= 0:  # an installed package: a model library is user code, a framework is not
+                top = norm[at + len(marker) :].split("/", 1)[0]
+                return top.removesuffix(".py") not in self.drop_packages
+        if "/lib/python3" in norm:
             return False
         if norm.startswith("/"):
             return True  # an absolute path outside the interpreter: the user's own file

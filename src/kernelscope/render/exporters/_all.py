@@ -2,4 +2,4 @@
 
 from __future__ import annotations
 
-from . import folded, hatchet, proton, speedscope  # noqa: F401
+from . import chrome, folded, hatchet, pprof, proton, speedscope  # noqa: F401

@@ -7,7 +7,7 @@ import os
 import stat
 import tempfile
 from collections.abc import Iterator
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 
 def _new_file_mode(target: str) -> int:
@@ -28,6 +28,25 @@ def atomic_text_file(path: str | os.PathLike[str]) -> Iterator[TextIO]:
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, _new_file_mode(target))
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_binary_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """``atomic_text_file`` for bytes."""
+    target = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(target))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
-from ...model import Profile
+from ...model import Frame, FrameKind, Profile
 
 # Keys hatchet's literal reader puts next to the metrics in its dataframe: a metric
 # with one of these names would overwrite them.
@@ -24,6 +24,37 @@ def number(value: float) -> int | float:
     if not math.isfinite(value):
         raise ValueError(f"non-finite metric value {value!r}")
     return int(value) if value.is_integer() else value
+
+
+def distinct_labels(profile: Profile) -> list[str]:
+    """``Frame.label()`` per frame, a kernel's followed by `` [device stream N]`` when another kernel
+    frame has the same name on another device or stream (so flame graphs keep them apart)."""
+    labels = [f.label() for f in profile.frames]
+    places: dict[str, set[tuple[str, int]]] = {}
+    for f in profile.frames:
+        if f.kind is FrameKind.KERNEL:
+            places.setdefault(f.name, set()).add((f.device, f.stream))
+    for i, f in enumerate(profile.frames):
+        if f.kind is FrameKind.KERNEL and len(places[f.name]) > 1:
+            where = " ".join(x for x in (f.device, f"stream {f.stream}" if f.stream >= 0 else "") if x)
+            labels[i] = f"{labels[i]} [{where or 'no device'}]"
+    return labels
+
+
+def frame_fields(frame: Frame, shown_name: str) -> dict[str, Any]:
+    """The keys that let kernelscope's importer rebuild ``frame`` exactly from a literal frame.
+
+    ``ks_kind`` is the kind; ``ks_name`` the frame's own name when the shown ``name`` differs;
+    then each field that is not at its default (``file``, ``line``, ``cls``, ``module``, ``device``,
+    ``stream``). Hatchet keeps extra frame keys as columns; Proton's viewer ignores them.
+    """
+    out: dict[str, Any] = {"ks_kind": frame.kind.value}
+    if frame.kind is not FrameKind.ROOT and frame.name != shown_name:
+        out["ks_name"] = frame.name
+    for key, value in frame.to_json().items():
+        if key not in ("kind", "name"):
+            out[key] = value
+    return out
 
 
 def column_names(wanted: dict[str, str]) -> dict[str, str]:

@@ -2,7 +2,8 @@
 
 One line per node with exclusive ``time_ns``: ``frame;frame;...;frame VALUE``, outermost
 frame first (the root is left out), VALUE the node's exclusive ``time_ns`` rounded to an
-integer; nodes that round to 0 are left out. Frames are ``Frame.label()`` with the
+integer; nodes that round to 0 are left out. Frames are ``Frame.label()`` (a kernel whose name
+runs on several devices or streams followed by `` [cuda:0 stream 7]``) with the
 characters that would break the format percent-encoded: ``%`` -> ``%25``, ``;`` -> ``%3B``,
 ``\\n`` -> ``%0A``, ``\\r`` -> ``%0D``.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from ...model import Profile
+from ._tree import distinct_labels
 from .registry import Exporter, register
 
 METRIC = "time_ns"
@@ -23,7 +25,7 @@ def escape(label: str) -> str:
 
 
 def dump(profile: Profile, fh: TextIO) -> None:
-    labels = [escape(f.label()) for f in profile.frames]
+    labels = [escape(label) for label in distinct_labels(profile)]
     frame = profile.frame.tolist()
     parent = profile.parent.tolist()
     values = profile.exclusive(METRIC).tolist()

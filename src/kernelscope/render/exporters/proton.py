@@ -3,6 +3,10 @@
 Proton (``triton.profiler``) writes a JSON list ``[root, device_info]``. ``root`` is a
 hatchet literal node ``{"frame": {"name", "type"}, "metrics": {...}, "children": [...]}``
 whose root is named ``ROOT``; every frame has type ``"function"`` (kernels included).
+Python frames are named as Proton names them, ``path/file.py:function@line`` (so
+``proton-viewer -f file_function_line|function_line|file_function`` works); other frames
+use ``Frame.label()``. Each frame also carries the fields kernelscope's importer needs to
+rebuild it exactly (``ks_kind``, ... see ``_tree.frame_fields``); the viewer ignores them.
 The metrics in the file are each node's **own** values: Proton puts a kernel's
 ``time (ns)`` and ``count`` on the kernel node, and ``proton-viewer`` derives the
 inclusive columns (``time (ns) (inc)``) with hatchet's ``update_inclusive_columns``.
@@ -12,10 +16,13 @@ Hatchet takes the list of metric columns from the root's metrics, so every node
 lists every metric (0 where it has none). Names follow Proton: ``time (ns)`` (the
 viewer reads the unit from the parentheses), ``cpu_time (ns)``, ``count``,
 ``flops`` and ``bytes`` (from which the viewer derives ``tflop/s`` and ``gbyte/s``).
-Other metrics keep their kernelscope names. Kernel nodes whose device reads
-``cuda:N``/``hip:N`` also carry Proton's ``device_id``/``device_type`` strings, and
-``device_info`` lists devices from ``metadata["devices"]`` entries that give Proton's
-fields (``arch``, ``num_sms``, ``clock_rate``, ``memory_clock_rate``, ``bus_width``).
+Other metrics keep their kernelscope names (``flops16`` from a Proton import stays
+``flops16``). Kernel nodes whose device reads ``cuda:N``/``hip:N`` also carry Proton's
+``device_id``/``device_type`` strings, and ``device_info`` lists the devices of
+``metadata["devices"]`` for which all of Proton's fields are known (``arch``, ``num_sms``,
+``clock_rate`` in kHz, ``memory_clock_rate`` in kHz, ``bus_width`` in bits), under Proton's
+names or torch's (``sms``/``multi_processor_count``, ``memory_bus_width``; ``arch`` ``sm_90``
+is written ``90``). ``proton-viewer -m util`` needs them; a device without them is left out.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import re
 from typing import Any, TextIO
 
 from ...model import FrameKind, Profile
-from ._tree import column_names, number, write_literal_tree
+from ._tree import column_names, frame_fields, number, write_literal_tree
 from .registry import Exporter, register
 
 PROTON_NAMES = {
@@ -57,10 +64,40 @@ def device_info(profile: Profile) -> dict[str, dict[str, dict[str, Any]]]:
     for dev in devices:
         if not isinstance(dev, dict):
             continue
-        where = _device(str(dev.get("device", dev.get("name", ""))))
-        if where is None or not all(k in dev for k in DEVICE_FIELDS):
+        where = _device(_device_name(dev))
+        fields = _proton_fields(dev)
+        if where is None or fields is None:
             continue
-        out.setdefault(where[0], {})[where[1]] = {k: dev[k] for k in DEVICE_FIELDS}
+        out.setdefault(where[0], {})[where[1]] = fields
+    return out
+
+
+def _device_name(dev: dict[str, Any]) -> str:
+    if "device" in dev:
+        return str(dev["device"])
+    if "index" in dev and str(dev.get("type", "")).lower() in ("cuda", "hip", "rocm"):
+        return f"{str(dev['type']).lower()}:{dev['index']}"
+    return str(dev.get("name", ""))
+
+
+_ALIASES = {
+    "num_sms": ("num_sms", "sms", "multi_processor_count", "numSms"),
+    "bus_width": ("bus_width", "memory_bus_width"),
+    "clock_rate": ("clock_rate",),
+    "memory_clock_rate": ("memory_clock_rate",),
+    "arch": ("arch",),
+}
+
+
+def _proton_fields(dev: dict[str, Any]) -> dict[str, Any] | None:
+    out: dict[str, Any] = {}
+    for field in DEVICE_FIELDS:
+        value = next((dev[a] for a in _ALIASES[field] if a in dev), None)
+        if value is None:
+            return None
+        out[field] = value
+    arch = str(out["arch"])
+    out["arch"] = arch[3:] if arch.startswith("sm_") else out["arch"]
     return out
 
 
@@ -71,13 +108,19 @@ def dump(profile: Profile, fh: TextIO) -> None:
 
     def node_json(node: int) -> dict[str, Any]:
         frame = profile.frame_of(node)
-        label = "ROOT" if node == 0 else frame.label()
+        if node == 0:
+            label = "ROOT"
+        elif frame.kind is FrameKind.PYTHON:
+            label = f"{frame.file}:{frame.name}@{frame.line}"
+        else:
+            label = frame.label()
         values: dict[str, Any] = {name: number(col[node]) for name, col in columns}
         if frame.kind is FrameKind.KERNEL:
             where = _device(frame.device)
             if where is not None:
                 values["device_id"], values["device_type"] = where[1], where[0]
-        return {"frame": {"name": label, "type": "function"}, "metrics": values}
+        fields = frame_fields(frame, label) if node else {}
+        return {"frame": {"name": label, "type": "function", **fields}, "metrics": values}
 
     fh.write("[")
     write_literal_tree(fh, profile, node_json)

@@ -3,7 +3,8 @@
 One ``sampled`` profile in nanoseconds: one sample per node with exclusive ``time_ns``
 (rounded to an integer, zeros left out), its stack the node's frames outermost first
 (the root left out), its weight that time. ``shared.frames`` holds one entry per
-distinct frame, ``name`` = ``Frame.label()``; python frames add ``file`` and ``line``.
+distinct frame, ``name`` = ``Frame.label()`` (a kernel whose name runs on several devices or
+streams followed by `` [cuda:0 stream 7]``); python frames add ``file`` and ``line``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, TextIO
 
 from ... import __version__
 from ...model import FrameKind, Profile
+from ._tree import distinct_labels
 from .registry import Exporter, register
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
@@ -21,6 +23,7 @@ METRIC = "time_ns"
 
 def document(profile: Profile) -> dict[str, Any]:
     frames: list[dict[str, Any]] = []
+    labels = distinct_labels(profile)
     index: dict[int, int] = {}  # profile frame index -> speedscope frame index
     frame = profile.frame.tolist()
     parent = profile.parent.tolist()
@@ -29,7 +32,7 @@ def document(profile: Profile) -> dict[str, Any]:
         out = index.get(fi)
         if out is None:
             f = profile.frames[fi]
-            entry: dict[str, Any] = {"name": f.label()}
+            entry: dict[str, Any] = {"name": labels[fi]}
             if f.kind is FrameKind.PYTHON:
                 entry["file"], entry["line"] = f.file, f.line
             out = index[fi] = len(frames)

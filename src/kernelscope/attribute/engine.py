@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ...model import Category, Frame, FrameKind, Profile, ProfileBuilder, Timeline, Track
-from ...model.timeline import _COLUMNS as TIMELINE_DTYPES
-from ...model.timeline import LINKED
-from .events import Kind
+from ..model import Category, Frame, FrameKind, Profile, ProfileBuilder, Timeline, Track
+from ..model.timeline import _COLUMNS as TIMELINE_DTYPES
+from ..model.timeline import LINKED
+from .records import Kind
 from .spill import I64, RunStore, TempArea
 from .tables import EventTables, HostTable
 
@@ -52,7 +52,7 @@ _DEVICE_CATEGORY = {
 _BLOCK = 1 << 14  # events converted to Python lists at a time (two blocks are alive at once)
 
 # stack entry fields
-_END, _NODE, _DUR, _CHILD, _FLOPS, _CHILD_FLOPS, _BW, _KIND = range(8)
+_END, _NODE, _DUR, _CHILD, _FLOPS, _CHILD_FLOPS, _BW, _KIND, _LABEL, _MEASURED = range(10)
 
 
 class _Rows(RunStore):
@@ -143,9 +143,10 @@ def build_profile(tables: EventTables, metadata: dict[str, Any], warnings: Count
     count: defaultdict[int, float] = defaultdict(float)
     flops: defaultdict[int, float] = defaultdict(float)
     alloc: defaultdict[int, float] = defaultdict(float)
+    nbytes: defaultdict[int, float] = defaultdict(float)
     launches = _Launches(tables.temp)
     try:
-        ext_nodes = _sweep_host(tables, tree, rows, launches, cpu_time, op_time, count, flops, alloc, warnings)
+        ext_nodes = _sweep_host(tables, tree, rows, launches, cpu_time, op_time, count, flops, alloc, nbytes, warnings)
         cpu_only = len(tables.device) == 0
         time_ns, stream_tracks = _join_device(tables, tree, rows, launches, ext_nodes, warnings)
     finally:
@@ -158,6 +159,7 @@ def build_profile(tables: EventTables, metadata: dict[str, Any], warnings: Count
         ("cpu_time_ns", cpu_time),
         ("count", count),
         ("flops", flops),
+        ("bytes", nbytes),
         ("alloc_bytes", alloc),
     ):
         if col or name in ("time_ns", "count"):
@@ -184,6 +186,7 @@ def _sweep_host(
     count: defaultdict[int, float],
     flops: defaultdict[int, float],
     alloc: defaultdict[int, float],
+    nbytes: defaultdict[int, float],
     warnings: Counter[str],
 ) -> dict[int, int]:
     """Nest host events; the launches go to ``launches``. Returns the fallback context (the first op with
@@ -194,6 +197,7 @@ def _sweep_host(
         return {}
     h.finish()
     bw_set = h.bw_threads
+    bw_labels = tables.backward_labels
     # autograd threads after forward threads: their ops look up forward ops
     thread_order = sorted(h.groups(), key=lambda t: (t in bw_set, t))
 
@@ -233,7 +237,7 @@ def _sweep_host(
     base = 0
     track = 0
     is_bw_thread = False
-    for th, st, en, kd, nm, ext, corr, seq, fw, val in _host_blocks(h, thread_order):
+    for th, st, en, kd, nm, ext, corr, seq, fw, val, nb in _host_blocks(h, thread_order):
         rows.maybe_spill()
         r_add = rows.data.extend
         launches.maybe_spill()
@@ -291,7 +295,12 @@ def _sweep_host(
                 count[step] += 1
                 node = b.path(tree.path_frames(parent, stop=base), start=step) if parent != base else step
             else:
-                if k in (K_OP, K_REGION) and not in_bw and fw[i] > 0:
+                label = nm[i]
+                if in_bw and k == K_OP and stack and stack[-1][_LABEL] == label and label in bw_labels:
+                    # the autograd node's own op inside `evaluate_function: X`: folded into it
+                    stack.append([e_, parent, e_ - s, 0, val[i], False, True, k, -1, stack[-1][_MEASURED]])
+                    continue
+                if k in (K_OP, K_REGION) and not in_bw and (fw[i] > 0 or label in bw_labels):
                     # an autograd op (every vintage marks them with a Fwd thread id): under the forward
                     # context of the op with its sequence number; else under the context that ran backward()
                     fwd_op = fwd_seq.get(seq[i])
@@ -315,7 +324,13 @@ def _sweep_host(
                     if ext[i] >= 0:
                         o_add((ext[i], node))
                     r_add((node, track, s, e_ - s, C_OP, 0, -1))
-            stack.append([e_, node, e_ - s, 0, val[i] if k == K_OP else 0.0, False, in_bw, k])
+            measured = bool(stack) and stack[-1][_MEASURED]
+            if k == K_OP and not measured and nb[i] >= 0:
+                # bytes on the outermost op that recorded tensor inputs (attribute.costs.op_bytes)
+                measured = True
+                if nb[i]:
+                    nbytes[node] += nb[i]
+            stack.append([e_, node, e_ - s, 0, val[i] if k == K_OP else 0.0, False, in_bw, k, nm[i], measured])
     while stack:
         pop()
 

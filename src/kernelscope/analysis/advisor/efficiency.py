@@ -1,0 +1,75 @@
+"""Efficiency: fp32 GEMMs on SIMT cores where the GPU has tensor cores for TF32."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from ...model import FrameKind, Profile
+from ..context import ContextIndex
+from . import WITH_TIMELINE, Finding, Severity, Threshold, Thresholds, rule
+from ._evidence import ms, split_line
+
+_FP32_GEMM = re.compile(r"sgemm")  # cuBLAS/cuDNN single-precision SIMT GEMMs
+_TENSOR_CORE_ARCH = re.compile(r"^(?:void )?(?:ampere|sm_?[89]\d|hopper|blackwell|sm1\d\d)_", re.IGNORECASE)
+
+
+def tensor_core_device(profile: Profile) -> str | None:
+    """The name of a device with TF32 tensor cores (compute capability 8.0+), if the metadata says so."""
+    for d in profile.metadata.get("deviceProperties") or profile.metadata.get("devices") or []:
+        if isinstance(d, dict) and int(d.get("computeMajor") or d.get("major") or 0) >= 8:
+            return str(d.get("name") or "a GPU with tensor cores")
+    return None
+
+
+@rule(
+    "fp32_gemm",
+    "single-precision GEMMs ran on SIMT cores where TF32 or bf16 tensor cores were available",
+    thresholds={
+        "min_ms": Threshold(0.5, "report a line whose fp32 GEMMs took at least this long"),
+        "warn_pct": Threshold(2.0, "warn when they are at least this % of kernel time"),
+        "tf32_speedup": Threshold(4.0, "assumed TF32 speed-up over fp32 SIMT (A100: 8× peak), for the estimate"),
+    },
+    applies=WITH_TIMELINE,
+)
+def fp32_gemm(profile: Profile, t: Thresholds) -> list[Finding]:
+    device = tensor_core_device(profile)
+    time = profile.exclusive("time_ns")
+    count = profile.exclusive("count")
+    total = profile.total("time_ns") or 1.0
+    ctx = ContextIndex(profile)
+    per_line: dict[str | None, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    names: dict[str | None, set[str]] = defaultdict(set)
+    for node in range(1, len(profile)):
+        f = profile.frame_of(node)
+        if f.kind is not FrameKind.KERNEL or not _FP32_GEMM.search(f.name):
+            continue
+        if device is None and not _TENSOR_CORE_ARCH.match(f.name):
+            continue  # no evidence that tensor cores were there
+        acc = per_line[ctx.line(node)]
+        acc[0] += time[node]
+        acc[1] += count[node]
+        names[ctx.line(node)].add(f.name.split("(")[0].removeprefix("void ")[:60])
+    out: list[Finding] = []
+    for place, (dur, calls) in sorted(per_line.items(), key=lambda kv: -kv[1][0]):
+        if dur < t["min_ms"] * 1e6:
+            continue
+        share = 100.0 * dur / total
+        file, line = split_line(place)
+        out.append(
+            Finding(
+                rule="fp32_gemm",
+                severity=Severity.WARNING if share >= t["warn_pct"] else Severity.INFO,
+                title=f"fp32 GEMMs without tensor cores at {place or 'code without a user line'} ({ms(dur):,} ms)",
+                evidence=f"{int(calls)} call(s) of {', '.join(sorted(names[place])[:3])}: {ms(dur)} ms "
+                f"({share:.1f}% of kernel time) on {device or 'an Ampere-or-later GPU (from the kernel names)'}",
+                file=file,
+                line=line,
+                estimated_saving_ms=ms(dur * (1.0 - 1.0 / max(t["tf32_speedup"], 1.0))),
+                saving_method=f"their time at an assumed {t['tf32_speedup']:g}× TF32 speed-up",
+                fix="torch.backends.cuda.matmul.allow_tf32 = True (torch.set_float32_matmul_precision('high')), "
+                "or run the layer in bf16 autocast",
+                occurrences=int(calls),
+            )
+        )
+    return out

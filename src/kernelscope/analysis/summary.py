@@ -1,0 +1,156 @@
+"""What a view's header says about its profile: where it came from, when, on what, how long, and
+what ``time`` means in it. Pure; read from the metadata, the tree and the timeline."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..model import FrameKind, Profile
+
+
+@dataclass(frozen=True)
+class Summary:
+    source: str  # "program: train.py --steps 5" or "trace: rank0.json.gz"
+    date: str | None  # UTC, as precise as the source knows it
+    host: str | None
+    devices: tuple[str, ...]  # "NVIDIA H100 80GB HBM3", "cpu x86_64 (2 cores)"
+    rank: str | None  # "rank 0 of 8"
+    wall_ns: float | None  # first to last event of the timeline, when there is one
+    time_meaning: str  # what time_ns is in this profile
+    time_ns: float
+    user_ns: float  # time with a user line above it
+
+    @property
+    def user_share(self) -> float | None:
+        return self.user_ns / self.time_ns if self.time_ns else None
+
+
+def _date(md: dict[str, Any]) -> str | None:
+    start = md.get("start_time")
+    if isinstance(start, (int, float)) and start > 0:
+        return dt.datetime.fromtimestamp(float(start), dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    base = md.get("baseTimeNanoseconds")
+    if isinstance(base, (int, float)) and base > 0:  # Kineto's base is rounded: a day at best
+        return dt.datetime.fromtimestamp(float(base) / 1e9, dt.UTC).strftime("%Y-%m-%d")
+    return None
+
+
+def _devices(md: dict[str, Any]) -> tuple[str, ...]:
+    names: list[str] = []
+    for d in md.get("devices") or []:
+        if isinstance(d, dict):
+            name = str(d.get("name") or "")
+            if d.get("type") == "cpu":
+                cores = d.get("cores")
+                name = f"cpu {name or 'device'}" + (f" ({cores} cores)" if cores else "")
+            elif not name:
+                vendor = d.get("device_vendor")
+                name = f"{vendor} GPU" if vendor else str(d.get("type") or d.get("device") or "device")
+            names.append(name)
+    props = md.get("deviceProperties")
+    if isinstance(props, list):
+        names.extend(str(d.get("name")) for d in props if isinstance(d, dict) and d.get("name"))
+    # one entry per kind of device: "NVIDIA B200 ×8"
+    return tuple(f"{n} ×{names.count(n)}" if names.count(n) > 1 else n for n in dict.fromkeys(names))
+
+
+def _source(md: dict[str, Any]) -> str:
+    cmd = md.get("command")
+    if isinstance(cmd, list) and cmd:
+        return "program: " + shlex.join(str(c) for c in cmd)
+    src = md.get("source")
+    if isinstance(src, dict) and src.get("path"):
+        return f"trace: {os.path.basename(str(src['path']))}"
+    ranks = md.get("ranks")
+    if isinstance(ranks, list) and ranks:
+        return f"{len(ranks)} ranks merged"
+    return "profile"
+
+
+def _wall(profile: Profile) -> float | None:
+    """Wall time: ``metadata["wall_ns"]`` when the collector recorded it, else the timeline's span."""
+    recorded = profile.metadata.get("wall_ns")
+    if isinstance(recorded, (int, float)) and recorded > 0:
+        return float(recorded)
+    tl = profile.timeline
+    if tl is None or not len(tl):
+        return None
+    return float(np.max(tl.start_ns + tl.dur_ns) - np.min(tl.start_ns))
+
+
+def time_meaning(profile: Profile) -> str:
+    if profile.metadata.get("device_run") is False:
+        return "CPU op self time (no GPU in this run)"
+    has_kernels = any(f.kind is FrameKind.KERNEL and f.device != "cpu" for f in profile.frames)
+    if has_kernels:
+        return "GPU kernel time, summed over streams (not wall time)"
+    return "op self time"
+
+
+def user_time(profile: Profile) -> float:
+    """time_ns that has a Python (user) frame on its path."""
+    is_py = np.asarray([f.kind is FrameKind.PYTHON for f in profile.frames], dtype=bool)
+    if not len(profile):
+        return 0.0
+    under = is_py[profile.frame]
+    par = profile.parent.tolist()
+    for node in range(1, len(profile)):
+        if under[par[node]]:
+            under[node] = True
+    return float(profile.exclusive("time_ns")[under].sum())
+
+
+def summarize(profile: Profile) -> Summary:
+    md = profile.metadata
+    rank = None
+    world = md.get("world_size")
+    ranks = md.get("ranks")
+    if isinstance(ranks, list) and ranks:
+        numbers = [str(r.get("rank", "?")) for r in ranks if isinstance(r, dict)]
+        rank = f"ranks {', '.join(numbers)}" + (f" of {world}" if world else "")
+    elif isinstance(world, int) and world > 1:
+        rank = f"rank {md.get('rank', '?')} of {world}"
+    host = md.get("host")
+    return Summary(
+        source=_source(md),
+        date=_date(md),
+        host=str(host) if host else None,
+        devices=_devices(md),
+        rank=rank,
+        wall_ns=_wall(profile),
+        time_meaning=time_meaning(profile),
+        time_ns=profile.total("time_ns"),
+        user_ns=user_time(profile),
+    )
+
+
+def device_names(profile: Profile) -> dict[str, str]:
+    """A display name per timeline device: ``cuda:2`` → ``GPU 2 (AMD Instinct MI300X)``.
+
+    PyTorch calls every GPU ``cuda`` (ROCm too); the trace's device properties say what it was.
+    Devices the properties do not name keep their trace name.
+    """
+    tl = profile.timeline
+    if tl is None:
+        return {}
+    props = profile.metadata.get("deviceProperties")
+    by_id: dict[int, str] = {}
+    if isinstance(props, list):
+        for d in props:
+            if isinstance(d, dict) and isinstance(d.get("id"), int) and d.get("name"):
+                by_id[d["id"]] = str(d["name"])
+    out: dict[str, str] = {}
+    for dev in {t.device for t in tl.tracks}:
+        rank, _, local = dev.rpartition("/")
+        kind, _, index = local.partition(":")
+        if kind != "cuda" or not index.isdigit() or int(index) not in by_id:
+            continue  # unknown: keep the trace's own name
+        name = f"GPU {index} ({by_id[int(index)]})"
+        out[dev] = f"{rank} {name}" if rank else name
+    return out

@@ -1,0 +1,190 @@
+"""Chrome-trace events (Kineto's JSON) into the normalised record stream (attribute.tables)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+
+from ...attribute.records import Kind, host_kind, is_comm_kernel
+from ...attribute.tables import EventTables, _int, _ns
+from ...model import Frame
+from .events import CATEGORIES, RawEvent
+from .flops import FLOP_RULES, NO_TRAFFIC, op_bytes, op_flops
+from .pyframes import python_frame
+
+_LIMIT = 1 << 62
+
+
+class ChromeDecoder:
+    """Fed batch by batch by the reader; writes rows into ``tables``."""
+
+    def __init__(self, tables: EventTables) -> None:
+        self.tables = tables
+        # (cat, name) -> (kind, frame-or-name index); -1 index = skip
+        self._classes: dict[tuple[Any, Any], tuple[Kind, int]] = {}
+        self._bytes_cache: dict[tuple[str, bytes, bytes], int] = {}
+
+    def _bytes(self, op: str, dims: Any, types: Any) -> int:
+        """Bytes an op reads and writes (-1: no tensor inputs recorded), cached by its raw shapes."""
+        if op in NO_TRAFFIC:
+            return 0
+        if isinstance(dims, msgspec.Raw) and isinstance(types, msgspec.Raw):
+            key = (op, bytes(dims), bytes(types))
+            hit = self._bytes_cache.get(key)
+            if hit is None:
+                if len(self._bytes_cache) > 100_000:
+                    self._bytes_cache.clear()
+                hit = self._bytes_cache[key] = op_bytes(op, dims, types)
+            return hit
+        return op_bytes(op, dims, types)
+
+    def _classify(self, cat: Any, name: Any) -> tuple[Kind, int]:
+        """Kind and interned label of an (X-phase) event; cached per distinct (cat, name)."""
+        key = (cat, name)
+        try:
+            hit = self._classes.get(key)
+        except TypeError:  # a list or dict where a string belongs
+            return Kind.UNKNOWN, -1
+        if hit is not None:
+            return hit
+        result = self._classify_new(cat, name)
+        self._classes[key] = result
+        return result
+
+    def _classify_new(self, cat: Any, name: Any) -> tuple[Kind, int]:
+        t = self.tables
+        if not isinstance(cat, str) or not isinstance(name, str):
+            return Kind.UNKNOWN, -1
+        base = CATEGORIES.get(cat.lower())
+        if base is None:
+            return Kind.UNKNOWN, -1
+        if base is Kind.PYTHON:
+            frame = python_frame(name)
+            if frame is None:
+                return Kind.SKIP, -1
+            kind = Kind.MODULE if name.startswith("nn.Module: ") else Kind.PYTHON
+            return kind, t.frame(frame)
+        if base in (Kind.SCOPE, Kind.OP):
+            return t.host_label(base, name)
+        if base is Kind.RUNTIME:
+            return host_kind(base, name), t.name_id(name)
+        if base is Kind.KERNEL and is_comm_kernel(name):
+            return Kind.COMM, t.name_id(name)
+        if base in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET):
+            return base, t.name_id(name)
+        return base, -1
+
+    # --- the hot loop --------------------------------------------------------
+    def add(self, events: Iterable[RawEvent]) -> None:
+        t = self.tables
+        w = t.warnings
+        host, device = t.host.data.extend, t.device.data.extend
+        classes, classify, thread_of = self._classes, self._classify, t.thread
+        bytes_of = self._bytes
+        cats = t.categories
+        n = 0
+        n_dev = len(t.device)
+        for ev in events:
+            n += 1
+            ph = ev.ph
+            if ph == "X":
+                cat, name = ev.cat, ev.name
+                try:
+                    hit = classes.get((cat, name))
+                except TypeError:
+                    hit = (Kind.UNKNOWN, -1)
+                kind, label = hit if hit is not None else classify(cat, name)
+                if label < 0:
+                    if kind is Kind.UNKNOWN:
+                        cats[str(cat)[:200]] += 1
+                    continue
+                ts, du = ev.ts, ev.dur
+                if type(ts) is float and type(du) is float and 0.0 <= ts < 4e15 and -4e15 < du < 4e15:
+                    start = int(ts * 1000.0 + 0.5)
+                    dur = int(du * 1000.0 + (0.5 if du >= 0 else -0.5))
+                else:
+                    start_, dur_ = _ns(ts), _ns(du)
+                    if start_ is None or dur_ is None:
+                        w["events with a missing or invalid ts/dur"] += 1
+                        continue
+                    start, dur = start_, dur_
+                if dur < 0:
+                    w["negative durations clamped to 0"] += 1
+                    dur = 0
+                args = ev.args
+                if kind >= Kind.KERNEL:  # device event
+                    corr = _int(args.correlation) if args is not None else None
+                    dev = _int(args.device) if args is not None else None
+                    stream = _int(args.stream) if args is not None else None
+                    if dev is None:
+                        dev = _int(ev.pid)
+                    if stream is None:
+                        stream = _int(ev.tid)
+                    if dev is None or stream is None or not (0 <= dev < 1 << 31):
+                        w["device events without device/stream ids"] += 1
+                        dev = 0 if dev is None or not (0 <= dev < 1 << 31) else dev
+                        stream = 0 if stream is None else stream
+                    if corr is None:
+                        w["device events without correlation"] += 1
+                        corr = -1
+                    if kind is Kind.KERNEL and args is not None and args.collective is not None:
+                        kind = Kind.COMM
+                    device((start, dur, kind, label, dev, stream, corr, n_dev))
+                    n_dev += 1
+                    continue
+                try:
+                    thread = thread_of(ev.pid, ev.tid)
+                except TypeError:
+                    w["events with unusable pid/tid"] += 1
+                    continue
+                ext = corr = seq = fwd = nbytes = -1
+                value = 0
+                if args is not None:
+                    ext = _int(args.external_id) or -1
+                    if kind is Kind.RUNTIME or kind is Kind.SYNC:
+                        c = _int(args.correlation)
+                        corr = -1 if c is None else c
+                    elif kind is Kind.OP:
+                        s = _int(args.seq)
+                        if s is not None and s >= 0:
+                            seq = s
+                            f = _int(args.fwd_tid)
+                            fwd = 0 if f is None else f
+                        op = t.frames[label].name
+                        if op in FLOP_RULES:
+                            value = int(op_flops(op, args.input_dims, args.concrete))
+                        nbytes = bytes_of(op, args.input_dims, args.input_type)
+                        kf = args.kernel_file
+                        if type(kf) is str:
+                            # a Triton launch from compiled code: context for its kernel, not an op
+                            t.triton_files[op] = kf
+                            kind = Kind.REGION
+                            label = t.frame(Frame.region(op))
+                host((thread, start, dur, kind, label, ext, corr, seq, fwd, value, nbytes))
+            elif ph == "i" or ph == "I":
+                args = ev.args
+                if ev.name != "[memory]" or args is None:
+                    continue
+                nbytes = args.nbytes
+                if type(nbytes) is not int and type(nbytes) is not float:
+                    w["memory events without Bytes"] += 1
+                    continue
+                if not 0 < nbytes < _LIMIT:
+                    continue
+                start_ = _ns(ev.ts)
+                if start_ is None:
+                    w["events with a missing or invalid ts/dur"] += 1
+                    continue
+                try:
+                    thread = thread_of(ev.pid, ev.tid)
+                except TypeError:
+                    w["events with unusable pid/tid"] += 1
+                    continue
+                host((thread, start_, 0, Kind.MEMORY, -1, -1, -1, -1, -1, int(nbytes), -1))
+            elif ph is None:
+                w["events without ph"] += 1
+        t.events_seen += n
+        t.host.maybe_spill()
+        t.device.maybe_spill()

@@ -1,0 +1,100 @@
+"""From XSpace records to a Profile: join each op execution to its HLO instruction, place it, add the timeline.
+
+On a GPU XPlane the device events are the kernels (``time_ns``); the runtime calls that launched them
+(``cudaLaunchKernel``, ``hipMemsetAsync``, joined by correlation id) and host-side events of the same
+instructions add ``cpu_time_ns`` at the op. On XLA:CPU the host op events are the kernels: their self time
+is ``time_ns``, and their rows form the ``cpu`` device's timeline.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ...model import Frame, Profile, ProfileBuilder, TimelineBuilder
+from ...model.profile import prune_empty
+from ...model.timeline import LINKED, Category
+from .hlo import HloModule
+from .place import Placement, Placer, place
+from .reader import OpEvent, XSpaceRecords
+
+
+def build_profile(records: XSpaceRecords, modules: dict[int, HloModule], metadata: dict[str, Any]) -> Profile:
+    builder = ProfileBuilder()
+    placer = Placer(builder)
+    timeline = TimelineBuilder()
+    warnings: Counter[str] = Counter(records.warnings)
+    on_device = records.has_device_events
+    placements: dict[tuple[int, str, str, str, str, int], Placement] = {}
+    kernel_nodes: dict[tuple[int, str, str, str, str, int], int] = {}
+    kernel_of_corr: dict[int, int] = {}
+    tracks: dict[tuple[str, str], int] = {}
+
+    def placement_of(ev: OpEvent, kernel: Frame) -> Placement:
+        key = (ev.program_id, ev.module, ev.hlo_op, kernel.name, kernel.device, kernel.stream)
+        hit = placements.get(key)
+        if hit is None:
+            module = modules.get(ev.program_id)
+            op = module.op(ev.hlo_op) if module is not None and ev.hlo_op else None
+            if ev.hlo_op and op is None:
+                warnings["XLA op events whose instruction is not in the metadata plane's HLO"] += 1
+            hit = placements[key] = place(op, kernel, module, ev.module or (module.name if module else ""))
+        return hit
+
+    for ev in records.ops:
+        if on_device and not ev.on_device:  # host side of a GPU instruction: launch work on the CPU
+            p = placement_of(ev, Frame.kernel(ev.hlo_op or ev.name, "cpu"))
+            node = builder.path(p.op)
+            builder.add(node, "cpu_time_ns", ev.self_ps / 1000)
+            track = timeline.track(ev.track, "cpu", "thread")
+            timeline.add(node, track, ev.start_ns, ev.dur_ps // 1000, Category.OP)
+            continue
+        stream = -1
+        if ev.on_device:
+            kernel = Frame.kernel(ev.name, ev.device, _stream_id(ev.track))
+            stream = kernel.stream
+        else:
+            kernel = Frame.kernel(ev.hlo_op or ev.name, ev.device)
+        key = (ev.program_id, ev.module, ev.hlo_op, kernel.name, kernel.device, kernel.stream)
+        node = kernel_nodes.get(key, -1)
+        if node < 0:
+            node = kernel_nodes[key] = placer.kernel_node(placement_of(ev, kernel))
+        placer.add_kernel(node, "time_ns", ev.self_ps / 1000)
+        placer.add_kernel(node, "count", 1.0)
+        category = ev.category if ev.on_device else Category.KERNEL
+        track = tracks.get((ev.track, ev.device), -1)
+        if track < 0:
+            name = f"stream {stream}" if ev.on_device and stream >= 0 else ev.track
+            track = tracks[(ev.track, ev.device)] = timeline.track(name, ev.device, "stream")
+        timeline.add(node, track, ev.start_ns, ev.dur_ps // 1000, category, LINKED if ev.linked else 0, ev.correlation)
+        if ev.correlation >= 0:
+            kernel_of_corr[ev.correlation] = node
+    placer.finish()
+    for call in records.runtime:
+        track = timeline.track(call.track, "cpu", "thread")
+        node = kernel_of_corr.get(call.correlation, 0)
+        if node:
+            node = builder.parent_of(node)  # the op that launched it, not the kernel
+            builder.add(node, "cpu_time_ns", call.dur_ps / 1000)  # host time spent launching its kernels
+        timeline.add(node, track, call.start_ns, call.dur_ps // 1000, Category.RUNTIME, 0, call.correlation)
+    if not on_device and not records.ops:
+        warnings["the XPlane holds no XLA op executions"] += 1
+    builder.ensure_metric("time_ns")
+    builder.ensure_metric("count")
+    meta = dict(metadata)
+    meta["device_run"] = on_device
+    if warnings:
+        meta["import_warnings"] = dict(sorted(warnings.items()))
+    starts = [ev.start_ns for ev in records.ops]
+    if starts:
+        meta["trace_start_ns"] = min(starts)
+    return prune_empty(builder.build(meta, timeline.build() if len(timeline) else None))
+
+
+def _stream_id(track: str) -> int:
+    """``Stream #2`` -> 2; other names -> -1."""
+    digits = track.rsplit("#", 1)[-1].strip() if "#" in track else ""
+    return int(digits) if digits.isdigit() else -1
+
+
+__all__ = ["build_profile"]

@@ -1,0 +1,31 @@
+"""The cost rules shared by live runs and imports: FLOPs and bytes from shapes (issue 7)."""
+
+from __future__ import annotations
+
+from kernelscope.attribute.costs import op_bytes
+
+
+def test_views_and_allocations_move_nothing() -> None:
+    for op in ("aten::view", "aten::as_strided", "aten::detach", "aten::t", "aten::expand", "aten::empty"):
+        assert op_bytes(op, [[1024, 1024]], [4]) == 0.0
+
+
+def test_gemm_reads_its_inputs_and_writes_its_result() -> None:
+    # (16x32) @ (32x64) in fp32: read 16*32 + 32*64, write 16*64 elements
+    assert op_bytes("aten::mm", [[16, 32], [32, 64]], [4, 4]) == (16 * 32 + 32 * 64 + 16 * 64) * 4
+    # addmm(bias, x, w): the bias is read too; the result is x @ w
+    assert op_bytes("aten::addmm", [[64], [16, 32], [32, 64]], [2, 2, 2]) == (64 + 16 * 32 + 32 * 64 + 16 * 64) * 2
+
+
+def test_elementwise_inplace_and_reductions() -> None:
+    assert op_bytes("aten::add", [[8, 8], [8, 8], []], [4, 4, 0]) == 3 * 64 * 4  # two reads, one write
+    assert op_bytes("aten::add_", [[8, 8], [8, 8]], [4, 4]) == 3 * 64 * 4  # writes its first input once
+    assert op_bytes("aten::mul", [[8, 8], [8]], [4, 4]) == (64 + 8 + 64) * 4  # broadcast: output is the larger
+    assert op_bytes("aten::sum", [[8, 8]], [2]) == 64 * 2  # a reduction's result is not worth counting
+    assert op_bytes("aten::cat", [[[4, 4], [4, 4]], []], [4, 0]) == (16 + 16 + 32) * 4  # a tensor list, joined
+
+
+def test_ops_without_tensor_inputs_and_autograd_nodes_defer_to_their_inner_ops() -> None:
+    assert op_bytes("aten::zeros", [[], [], []], [0, 0, 0]) is None
+    assert op_bytes("AddmmBackward0", [[16, 32]], [4]) is None
+    assert op_bytes("torch::autograd::AccumulateGrad", [[16, 32]], [4]) is None

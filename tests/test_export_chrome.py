@@ -1,0 +1,88 @@
+"""``export --format chrome``: the trace's shape, and re-import with the same per-kernel and per-op totals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelscope.analysis.views import group
+from kernelscope.importers import import_file
+from kernelscope.inputs import open_profile
+from kernelscope.model import Category, Frame, Profile, ProfileBuilder, TimelineBuilder
+from kernelscope.render.exporters import find_exporter
+
+
+def timed_profile() -> Profile:
+    """A forward line with two ops; each op's runtime call launches one kernel on stream 7."""
+    b = ProfileBuilder()
+    tl = TimelineBuilder()
+    thread = tl.track("thread 11", "cpu", "thread")
+    stream = tl.track("stream 7", "cuda:0", "stream")
+    line = b.path([Frame.python("train.py", 3, "forward")])
+    for i, (op_name, kernel, start) in enumerate([("aten::mm", "gemm", 1_000), ("aten::add", "add</script>", 5_000)]):
+        op = b.child(line, Frame.op(op_name))
+        k = b.child(op, Frame.kernel(kernel, "cuda:0", 7))
+        b.add_many(op, {"cpu_time_ns": 3_000, "count": 1})
+        b.add_many(k, {"time_ns": 2_000 + i, "count": 1})
+        tl.add(op, thread, start, 3_000, Category.OP)
+        tl.add(op, thread, start + 1_000, 500, Category.RUNTIME, correlation=100 + i)
+        tl.add(k, stream, start + 2_000, 2_000 + i, Category.KERNEL, flags=1, correlation=100 + i)
+    return b.build({"name": "timed"}, tl.build())
+
+
+def export(profile: Profile, tmp_path: Path) -> tuple[Path, list[dict[str, Any]]]:
+    path = tmp_path / "p.trace.json"
+    find_exporter("chrome").write(profile, path)
+    return path, json.loads(path.read_text())["traceEvents"]
+
+
+def totals(profile: Profile, by: str) -> dict[str | None, dict[str, float]]:
+    return {k: v for k, v in group(profile, by, ["time_ns"]).rows if k is not None}
+
+
+def test_events_per_thread_and_stream_with_names_flows_and_stacks(tmp_path: Path) -> None:
+    _, events = export(timed_profile(), tmp_path)
+    names = {(e["name"], e["args"]["name"]) for e in events if e["ph"] == "M" and "name" in e["args"]}
+    assert {("process_name", "cpu"), ("process_name", "cuda:0"), ("thread_name", "thread 11")} <= names
+    assert ("thread_name", "stream 7") in names
+    x = [e for e in events if e["ph"] == "X"]
+    ops = [e for e in x if e["cat"] == "cpu_op"]
+    kernels = [e for e in x if e["cat"] == "kernel"]
+    assert [e["name"] for e in ops] == ["aten::mm", "aten::add"] and {e["tid"] for e in ops} == {11}
+    assert [(e["name"], e["pid"], e["tid"], e["ts"], e["dur"]) for e in kernels] == [
+        ("gemm", 0, 7, 3, 2),
+        ("add</script>", 0, 7, 7, 2.001),
+    ]
+    assert kernels[0]["args"]["stack"] == ["train.py:3 forward", "aten::mm", "gemm"]
+    flows = sorted((e["id"], e["ph"]) for e in events if e["ph"] in "sf")
+    assert flows == [(100, "f"), (100, "s"), (101, "f"), (101, "s")]
+
+
+def test_reimport_gives_the_same_per_kernel_and_per_op_totals(tmp_path: Path) -> None:
+    profile = timed_profile()
+    path, _ = export(profile, tmp_path)
+    back = import_file(str(path))
+    for by in ("kernel", "op"):
+        assert totals(back, by) == totals(profile, by)
+
+
+def test_profile_without_timeline_is_laid_out_and_keeps_kernel_time(tmp_path: Path) -> None:
+    profile = timed_profile().replace(timeline=None)
+    path, events = export(profile, tmp_path)
+    line = next(e for e in events if e.get("name") == "train.py:3 forward")
+    assert line["dur"] == pytest.approx(4.001)  # its inclusive time_ns, in microseconds
+    back = import_file(str(path))
+    assert totals(back, "kernel") == totals(profile, "kernel")
+
+
+@pytest.mark.traces
+def test_real_trace_round_trips(shared_traces: Path, tmp_path: Path) -> None:
+    profile = open_profile(str(shared_traces / "hta_a100_alexnet_cuda_sync.json.gz"))
+    path, events = export(profile, tmp_path)
+    assert sum(1 for e in events if e["ph"] == "X") == len(profile.timeline or [])
+    back = import_file(str(path))
+    for by in ("kernel", "op"):
+        assert totals(back, by) == totals(profile, by)

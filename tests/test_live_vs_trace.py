@@ -1,0 +1,77 @@
+"""A live run and the import of the same program's own chrome trace give the same tree (issue 7).
+
+What a chrome trace cannot carry is normalised away on both sides: python frames compare by
+file and function (a trace names a function by its def line, a live run by the calling line),
+modules by class (a trace has ``Linear_0``, not the attribute path). Everything else must match:
+the functions, the ops under them with their call counts, backward placement, the metric columns.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from kernelscope import load
+from kernelscope.importers import import_file
+from kernelscope.model import FrameKind, Profile
+
+pytest.importorskip("torch")
+pytestmark = pytest.mark.slow
+
+from test_torch_live import FIXTURES, ks  # noqa: E402
+
+SCRIPT = FIXTURES / "live_vs_trace.py"
+COMPARABLE = (FrameKind.OP, FrameKind.BACKWARD, FrameKind.REGION, FrameKind.SCOPE)
+
+
+def normalised(profile: Profile) -> dict[str, float]:
+    """Op paths at function level -> calls."""
+    counts = profile.exclusive("count")
+    out: dict[str, float] = defaultdict(float)
+    for node in range(1, len(profile)):
+        if profile.frame_of(node).kind is not FrameKind.OP:
+            continue
+        key: list[str] = []
+        for frame in profile.path(node):
+            if frame.kind is FrameKind.PYTHON:
+                label = f"{os.path.basename(frame.file)}:{frame.name}"
+                if not key or key[-1] != label:
+                    key.append(label)
+            elif frame.kind is FrameKind.MODULE:
+                key.append(f"({frame.cls})")
+            elif frame.kind in COMPARABLE:
+                key.append(frame.label())
+        out[" > ".join(key)] += counts[node]
+    return dict(out)
+
+
+@pytest.mark.parametrize("compiled", [False], ids=["eager"])
+def test_live_run_and_its_own_trace_give_the_same_tree(tmp_path: Path, compiled: bool) -> None:
+    flag = ["--compile"] if compiled else []
+    r = ks("run", "--from-start", "--no-view", "-o", "live.ksprof", str(SCRIPT), *flag, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    live = load(str(tmp_path / "live.ksprof"))
+    subprocess.run(
+        [sys.executable, str(SCRIPT), *flag, str(tmp_path / "trace.json")],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+    )
+    traced = import_file(str(tmp_path / "trace.json"))
+
+    a, b = normalised(live), normalised(traced)
+    only_live = {k: v for k, v in a.items() if b.get(k) != v}
+    only_trace = {k: v for k, v in b.items() if a.get(k) != v}
+    assert only_live == only_trace == {}
+    # backward work sits under the forward functions in both
+    assert any("[backward] > AddmmBackward0" in k and "(Linear)" in k for k in a)
+    # the same metric columns, the same FLOPs (one cost table)
+    shared = {"time_ns", "cpu_time_ns", "count", "flops", "bytes"}
+    assert shared <= set(live.metric_names) and shared <= set(traced.metric_names)
+    assert live.total("flops") == traced.total("flops") > 0
+    assert live.total("bytes") == traced.total("bytes") > 0
