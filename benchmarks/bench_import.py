@@ -49,18 +49,24 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def _cpu_s() -> float:
+    """CPU time of this process and its waited-for children (a loader may use worker processes)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def child(tool: str, path: str) -> None:
     if tool == "kernelscope":
         from kernelscope.importers import import_file
 
         before = _rss_mb()
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), _cpu_s()
         profile = import_file(path)
         seconds = time.perf_counter() - t0
         extra = {"nodes": len(profile), "timeline_rows": len(profile.timeline or ())}
     elif tool == "json":
         before = _rss_mb()
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), _cpu_s()
         opener: Any = gzip.open if path.endswith(".gz") else open
         with opener(path, "rb") as fh:
             doc = json.loads(fh.read())
@@ -74,12 +80,13 @@ def child(tool: str, path: str) -> None:
 
         folder = Path(path).parent
         before = _rss_mb()
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), _cpu_s()
         analysis = TraceAnalysis(trace_dir=str(folder))
         seconds = time.perf_counter() - t0
         extra = {"events": int(sum(len(df) for df in analysis.t.traces.values()))}
     else:
         raise SystemExit(f"unknown tool {tool}")
+    extra["cpu_seconds"] = _cpu_s() - cpu0
     print(json.dumps({"seconds": seconds, "peak_rss_mb": _rss_mb(), "baseline_rss_mb": before, **extra}))
 
 
@@ -168,6 +175,7 @@ def main() -> None:
     ap.add_argument("--tools", default="kernelscope,json,hta", help="which loaders to measure")
     ap.add_argument("--timeout", type=int, default=1800)
     ap.add_argument("--json-out", type=Path, help="also write the results as JSON")
+    ap.add_argument("--repeats", type=int, default=1, help="measure every tool this many times, round-robin")
     args = ap.parse_args()
     if args.child:
         child(*args.child)
@@ -195,13 +203,15 @@ def main() -> None:
         tools = [("kernelscope", sys.executable), ("json", sys.executable)]
         if args.hta_python:
             tools.append(("hta", args.hta_python))
-        for tool, python in tools:
-            if tool not in wanted:
-                continue
-            result = measure(tool, path, python, args.timeout)
-            row = {"scale": scale, "file": path.name, "json_mb": round(size_mb, 1), "tool": tool, **result}
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+        for repeat in range(args.repeats):  # round-robin: every tool once per repeat
+            for tool, python in tools:
+                if tool not in wanted:
+                    continue
+                result = measure(tool, path, python, args.timeout)
+                row = {"scale": scale, "file": path.name, "json_mb": round(size_mb, 1), "tool": tool, **result}
+                row["repeat"] = repeat
+                rows.append(row)
+                print(json.dumps(row), flush=True)
     print()
     print("| trace | JSON MB | tool | load s | peak RSS MB | RSS before load MB |")
     print("|---|---:|---|---:|---:|---:|")
@@ -213,8 +223,42 @@ def main() -> None:
                 f"| {r['file']} | {r['json_mb']} | {r['tool']} | {r['seconds']:.2f} | "
                 f"{r['peak_rss_mb']:.0f} | {r['baseline_rss_mb']:.0f} |"
             )
+    if args.repeats > 1:
+        _ratios(rows)
     if args.json_out:
         args.json_out.write_text(json.dumps(rows, indent=1))
+
+
+def _ratios(rows: list[dict[str, Any]]) -> None:
+    """Medians over the repeats, (min-max), and kernelscope's ratios to HTA and to ``json.loads``."""
+    import statistics
+
+    def spread(values: list[float]) -> str:
+        return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+    print()
+    print("| trace | tool | load s, median (min-max) | CPU s, median (min-max) | peak RSS MB, median (min-max) |")
+    print("|---|---|---:|---:|---:|")
+    med: dict[tuple[str, str], tuple[float, float, float]] = {}
+    for file in dict.fromkeys(r["file"] for r in rows):
+        for tool in dict.fromkeys(r["tool"] for r in rows):
+            ok = [r for r in rows if r["file"] == file and r["tool"] == tool and "error" not in r]
+            if not ok:
+                continue
+            secs, rss = [r["seconds"] for r in ok], [r["peak_rss_mb"] for r in ok]
+            cpu = [r.get("cpu_seconds", float("nan")) for r in ok]
+            med[(file, tool)] = (statistics.median(secs), statistics.median(cpu), statistics.median(rss))
+            print(f"| {file} | {tool} | {spread(secs)} | {spread(cpu)} | {spread(rss)} |")
+    for (file, tool), (secs, cpu, rss) in med.items():
+        if tool != "kernelscope":
+            continue
+        for other in ("hta", "json"):
+            if (file, other) in med:
+                o_secs, o_cpu, o_rss = med[(file, other)]
+                print(
+                    f"{file}: kernelscope vs {other}: {o_secs / secs:.2f}x faster (wall), "
+                    f"{o_cpu / cpu:.2f}x (CPU), peak RSS {rss / o_rss:.2f} of {other}'s"
+                )
 
 
 if __name__ == "__main__":
