@@ -59,6 +59,10 @@ def main() -> int:
                 prof = load(out)
                 total = prof.total("time_ns") / 1e9
                 windows = prof.metadata.get("windows")
+                # invented time shows as one op's calls taking far longer than that op's usual calls
+                excl, calls = prof.exclusive("time_ns"), prof.exclusive("count")
+                worst = max(range(1, len(prof)), key=lambda n: excl[n] / max(calls[n], 1.0))
+                worst_text = f"{prof.frame_of(worst).name} {excl[worst] / max(calls[worst], 1.0) / 1e6:.2f} ms/call"
                 deferred = prof.metadata.get("recording", {}).get("deferred_window_changes")
             except Exception as exc:  # a lost profile is what this benchmark looks for
                 print(f"run {i}: exit {r.returncode}, profile NOT loadable ({exc}); stderr tail: {r.stderr[-300:]}")
@@ -68,7 +72,7 @@ def main() -> int:
             failures += not ok
             totals.append(total)
             print(
-                f"run {i}: exit {r.returncode}, wall {wall:.1f} s, op time {total:.3f} s, windows {windows}, deferred {deferred}"
+                f"run {i}: exit {r.returncode}, wall {wall:.1f} s, op time {total:.3f} s, windows {windows}, deferred {deferred}, slowest per call: {worst_text}"
             )
     if totals:
         spread = max(totals) / min(totals)
