@@ -135,10 +135,11 @@ def test_script_exit_code_and_argv_are_kept(tmp_path: Path) -> None:
     assert (tmp_path / "e.ksprof").exists()
 
 
-def test_ctrl_c_saves_the_profile(tmp_path: Path) -> None:
+def _run_until_ready(script: str, cwd: Path) -> subprocess.Popen[str]:
+    """``kernelscope run`` of a fixture that prints "ready" once recording has begun."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kernelscope", "run", "--no-view", "-o", "c.ksprof", str(FIXTURES / "sleepy.py")],
-        cwd=tmp_path,
+        [sys.executable, "-m", "kernelscope", "run", "--no-view", "-o", "c.ksprof", str(FIXTURES / script)],
+        cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -146,6 +147,11 @@ def test_ctrl_c_saves_the_profile(tmp_path: Path) -> None:
     )
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def test_ctrl_c_saves_the_profile(tmp_path: Path) -> None:
+    proc = _run_until_ready("sleepy.py", tmp_path)
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
@@ -286,16 +292,7 @@ def test_a_run_without_steps_still_folds_as_it_goes() -> None:
 
 
 def test_ctrl_c_twice_still_saves_what_was_folded(tmp_path: Path) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kernelscope", "run", "--no-view", "-o", "c.ksprof", str(FIXTURES / "busy.py")],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env_without_color(),
-    )
-    assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "ready"
+    proc = _run_until_ready("busy.py", tmp_path)
     time.sleep(3.0)  # at least one window folded
     proc.send_signal(signal.SIGINT)
     time.sleep(0.2)  # the second arrives while the last window is folded and the profile saved
