@@ -28,7 +28,7 @@ def main() -> None:
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     done = 0
     t0 = time.perf_counter()
-    with kernelscope.profile(compile_capture=False) as p:  # default folding: every 2 s or 200k torch calls
+    with kernelscope.profile(compile_capture=False) as p:  # default folding: every 1 s or 200k torch calls
         for mark in marks:
             while done < mark:
                 loss = model(torch.randn(16, 64)).sum()

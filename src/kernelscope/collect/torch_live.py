@@ -34,7 +34,7 @@ PROFILE_MEMORY_DEFAULT = True
 RECORD_FROM = ("start", "first-call")
 # Fold as the run goes: a window is folded and a new one opened after this long or this many
 # torch calls (checked every FOLD_CHECK_CALLS torch calls, at module calls and at step()).
-FOLD_SECONDS_DEFAULT = 2.0
+FOLD_SECONDS_DEFAULT = 1.0
 FOLD_CALLS_DEFAULT = 200_000
 FOLD_CHECK_CALLS = 1024
 # Recording input shapes is most of the profiler's step overhead (see benchmarks/README.md). By
