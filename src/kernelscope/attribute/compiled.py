@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..model import Frame
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from ..collect.compile.provenance import FusedOrigin
@@ -53,7 +55,8 @@ def context_of(origin: _Origin) -> tuple[Frame, ...]:
     return (*origin.stack, origin.module) if origin.module is not None else tuple(origin.stack)
 
 
-def common_prefix(contexts: Sequence[tuple[Frame, ...]]) -> tuple[Frame, ...]:
+def common_prefix(contexts: Sequence[tuple[T, ...]]) -> tuple[T, ...]:
+    """The longest path all ``contexts`` start with (frames of any comparable kind)."""
     if not contexts:
         return ()
     first = contexts[0]

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ...attribute.compiled import common_prefix
 from .namestack import NameStack, parse
 
 # Element sizes in bytes by xla.PrimitiveType (xla_data.proto); unknown types count 4 bytes.
@@ -82,7 +83,7 @@ class HloModule:
         if self._context is None:
             stacks = {i.metadata.stack_frame_id for i, _c in self._by_name.values() if i.metadata.stack_frame_id}
             frames = [self._frames.stack(fid) for fid in sorted(stacks)]
-            self._context = _common_prefix(frames)
+            self._context = common_prefix(frames)
         return self._context
 
     def op(self, name: str) -> HloOp | None:
@@ -175,17 +176,6 @@ class _StackFrames:
         out.reverse()
         result = self._cache[frame_id] = tuple(out)
         return result
-
-
-def _common_prefix(stacks: list[tuple[SourceFrame, ...]]) -> tuple[SourceFrame, ...]:
-    if not stacks:
-        return ()
-    first = stacks[0]
-    n = min(len(s) for s in stacks)
-    for i in range(n):
-        if any(s[i] != first[i] for s in stacks[1:]):
-            return first[:i]
-    return first[:n]
 
 
 def _real(value: int) -> float:

@@ -18,6 +18,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ...attribute.compiled import common_prefix, split_exact
 from ...collect.userframes import display_path, is_user_file, resolve
 from ...model import Frame, ProfileBuilder
 from .hlo import HloModule, HloOp, Origin, SourceFrame
@@ -70,7 +71,7 @@ def place(op: HloOp | None, kernel: Frame, module: HloModule | None, module_name
     primary = op.own or origins[0]
     stacks = [user_frames(o.stack) for o in origins]
     parts = _parts(origins)
-    stack = stacks[0] if all(s == stacks[0] for s in stacks) else _common_prefix(stacks)
+    stack = stacks[0] if all(s == stacks[0] for s in stacks) else common_prefix(stacks)
     region_name = primary.names.region or region_of_module(module_name)
     cut = _jit_frame(stack, primary.names.function)
     path: list[Frame] = [*stack[:cut], Frame.region(region_name), *stack[cut:]]
@@ -103,15 +104,6 @@ def _parts(origins: Sequence[Origin]) -> list[tuple[Frame, float]]:
     return list(merged.items())
 
 
-def _common_prefix(stacks: Sequence[tuple[Frame, ...]]) -> tuple[Frame, ...]:
-    first = stacks[0]
-    n = min(len(s) for s in stacks)
-    for i in range(n):
-        if any(s[i] != first[i] for s in stacks[1:]):
-            return first[:i]
-    return first[:n]
-
-
 def _jit_frame(stack: Sequence[Frame], function: str) -> int:
     """Index of the jitted function's own frame (the region starts there); the end when not found."""
     if function:
@@ -119,28 +111,6 @@ def _jit_frame(stack: Sequence[Frame], function: str) -> int:
             if f.name == function or f.name.endswith("." + function):
                 return i
     return len(stack)
-
-
-def split_exact(total: float, weights: Sequence[float]) -> list[float]:
-    """``total`` split in proportion to ``weights`` (equal when all are 0), summing exactly to ``total``.
-
-    Integral totals split into integers by largest remainder; others give the last share the rounding.
-    """
-    n = len(weights)
-    if n == 0:
-        return []
-    wsum = float(sum(weights))
-    fractions = [w / wsum for w in weights] if wsum > 0 else [1.0 / n] * n
-    if total >= 0 and float(total).is_integer() and total < 2**53:
-        whole = int(total)
-        raw = [whole * f for f in fractions]
-        ints = [int(r) for r in raw]
-        for i in sorted(range(n), key=lambda i: (raw[i] - ints[i], -i), reverse=True)[: whole - sum(ints)]:
-            ints[i] += 1
-        return [float(v) for v in ints]
-    shares = [total * f for f in fractions]
-    shares[-1] = total - sum(shares[:-1])
-    return shares
 
 
 class Placer:
@@ -172,4 +142,4 @@ class Placer:
         self._split.clear()
 
 
-__all__ = ["Placement", "Placer", "is_user_source", "place", "split_exact", "user_frames"]
+__all__ = ["Placement", "Placer", "is_user_source", "place", "user_frames"]
