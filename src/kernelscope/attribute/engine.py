@@ -24,81 +24,150 @@ from __future__ import annotations
 import array
 from collections import Counter, defaultdict
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from ..model import Category, Frame, Profile, Track
+from ..model import Category, Frame, FrameKind, Profile, ProfileBuilder, Track
 from .device_join import UNLINKED_SCOPE, _join_device
 from .records import Kind
 from .stores import _BLOCK, _Launches, _OpIds, _Rows, _timeline, _Tree
 from .tables import EventTables, HostTable
 
-__all__ = ["NO_FORWARD_SCOPE", "UNLINKED_SCOPE", "build_profile"]
+__all__ = ["NO_FORWARD_SCOPE", "UNLINKED_SCOPE", "Attributor", "build_profile"]
 
 # backward work with no forward op and no context of its own (gradient accumulation, DDP's reducer)
 # stack entry fields
-_END, _NODE, _DUR, _CHILD, _FLOPS, _CHILD_FLOPS, _BW, _KIND, _LABEL, _MEASURED = range(10)
+_END, _NODE, _DUR, _CHILD, _FLOPS, _CHILD_FLOPS, _BW, _KIND, _LABEL, _MEASURED, _PLACED = range(11)
+GRAPH_CALL = "CompiledFxGraph"  # a compiled graph call's region frame (records.region_name)
 
 NO_FORWARD_SCOPE = "backward without a forward op"
 
 
+class Placer(Protocol):
+    """Places a compiled graph's kernel under the lines it fused (live runs with torch.compile
+    provenance; see ``compiled_placer``). ``begin`` is asked for every outermost op of a region
+    or backward; it returns the node to attribute the call to, or None (not a compiled kernel)."""
+
+    def begin(self, name: str, backward: bool, ctx: int, builder: ProfileBuilder) -> tuple[int, Any] | None: ...
+
+    def finish(self, token: Any, metrics: dict[str, float], builder: ProfileBuilder) -> None: ...
+
+    def enter_graph(self) -> None: ...
+
+
 def build_profile(tables: EventTables, metadata: dict[str, Any], warnings: Counter[str]) -> Profile:
-    tree = _Tree(tables.frames)
-    rows = _Rows(tables.temp)
-    cpu_time: defaultdict[int, float] = defaultdict(float)
-    op_time: defaultdict[int, float] = defaultdict(float)
-    count: defaultdict[int, float] = defaultdict(float)
-    flops: defaultdict[int, float] = defaultdict(float)
-    alloc: defaultdict[int, float] = defaultdict(float)
-    nbytes: defaultdict[int, float] = defaultdict(float)
-    launches = _Launches(tables.temp)
-    try:
-        ext_nodes = _sweep_host(tables, tree, rows, launches, cpu_time, op_time, count, flops, alloc, nbytes, warnings)
-        cpu_only = len(tables.device) == 0
-        time_ns, stream_tracks = _join_device(tables, tree, rows, launches, ext_nodes, warnings)
-    finally:
-        launches.close()
-    if cpu_only:
-        time_ns = op_time
-    b = tree.b
-    for name, col in (
-        ("time_ns", time_ns),
-        ("cpu_time_ns", cpu_time),
-        ("count", count),
-        ("flops", flops),
-        ("bytes", nbytes),
-        ("alloc_bytes", alloc),
-    ):
-        if col or name in ("time_ns", "count"):
-            b.ensure_metric(name)
-        for node, value in col.items():
-            if value:
-                b.add(node, name, value)
-    timeline = _timeline(_thread_tracks(tables) + stream_tracks, rows, tables.temp)
-    metadata = {**metadata, "import_warnings": dict(sorted(warnings.items()))}
-    return b.build(metadata, timeline)
+    """Every record in ``tables`` -> one Profile (an import: one fold)."""
+    engine = Attributor(tables, warnings)
+    engine.fold()
+    return engine.build(metadata)
 
 
-def _thread_tracks(tables: EventTables) -> list[Track]:
-    return [Track(f"thread {tid}", "cpu", "thread") for _pid, tid in tables.threads]
+class Attributor:
+    """Folds the records of ``tables`` into one calling-context tree, once (an import) or window by
+    window (a live run: ``fold()`` after each window's records are written, ``build()`` at the end).
+    The tree, the metric columns and the forward contexts of the last two folds persist between folds.
+
+    ``host_timeline``: keep host rows for the timeline (an import); a live run keeps device rows only.
+    ``watch``: labels whose nodes are reported in ``watched`` as (label, node, thread, start), so that a
+    collector can attach what the records do not carry (a scope's metrics, a cast's dtypes).
+    """
+
+    def __init__(
+        self,
+        tables: EventTables,
+        warnings: Counter[str],
+        *,
+        host_timeline: bool = True,
+        placer: Placer | None = None,
+        watch: frozenset[int] = frozenset(),
+    ) -> None:
+        self.tables = tables
+        self.warnings = warnings
+        self.tree = _Tree(tables.frames)
+        self.rows = _Rows(tables.temp)
+        self.host_timeline = host_timeline
+        self.placer = placer
+        self.watch = watch
+        self.watched: list[tuple[int, int, int, int]] = []
+        self.cpu_time: defaultdict[int, float] = defaultdict(float)
+        self.op_time: defaultdict[int, float] = defaultdict(float)
+        self.device_time: defaultdict[int, float] = defaultdict(float)
+        self.count: defaultdict[int, float] = defaultdict(float)
+        self.flops: defaultdict[int, float] = defaultdict(float)
+        self.alloc: defaultdict[int, float] = defaultdict(float)
+        self.nbytes: defaultdict[int, float] = defaultdict(float)
+        self.fwd_seq: dict[int, int] = {}  # sequence number -> forward op node (this fold)
+        self.fwd_prev: dict[int, int] = {}  # ... the fold before (a backward may run a window later)
+        self.fwd_seq_from_bw: set[int] = set()
+        self.device_seen = False
+        self.tracks: list[Track] = []
+        self._track_index: dict[tuple[str, Any, Any], int] = {}
+
+    def track(self, kind: str, a: Any, b: Any) -> int:
+        key = (kind, a, b)
+        idx = self._track_index.get(key)
+        if idx is None:
+            idx = self._track_index[key] = len(self.tracks)
+            if kind == "thread":
+                self.tracks.append(Track(f"thread {b}", "cpu", "thread"))
+            else:
+                self.tracks.append(Track(f"stream {b}", f"cuda:{a}", "stream"))
+        return idx
+
+    def fold(self) -> None:
+        """Fold the records now in the tables (the tables' stores are emptied for the next window)."""
+        t = self.tables
+        for pid, tid in t.threads:
+            self.track("thread", pid, tid)
+        launches = _Launches(t.temp)
+        try:
+            ext_nodes = _sweep_host(self, launches)
+            if len(t.device):
+                self.device_seen = True
+                time_ns = _join_device(self, launches, ext_nodes)
+                for node, value in time_ns.items():
+                    self.device_time[node] += value
+        finally:
+            launches.close()
+            t.reset_rows()
+        self.fwd_prev, self.fwd_seq = self.fwd_seq, {}
+        self.fwd_seq_from_bw = set()
+
+    def forward_op(self, seq: int) -> int | None:
+        node = self.fwd_seq.get(seq)
+        return node if node is not None else self.fwd_prev.get(seq)
+
+    def build(self, metadata: dict[str, Any]) -> Profile:
+        b = self.tree.b
+        time_ns = self.device_time if self.device_seen else self.op_time
+        for name, col in (
+            ("time_ns", time_ns),
+            ("cpu_time_ns", self.cpu_time),
+            ("count", self.count),
+            ("flops", self.flops),
+            ("bytes", self.nbytes),
+            ("alloc_bytes", self.alloc),
+        ):
+            if col or name in ("time_ns", "count"):
+                b.ensure_metric(name)
+            for node, value in col.items():
+                if value:
+                    b.add(node, name, value)
+        keep = self.host_timeline or len(self.rows) > 0
+        timeline = _timeline(self.tracks, self.rows, self.tables.temp) if keep else None
+        metadata = {**metadata, "import_warnings": dict(sorted(self.warnings.items()))}
+        return b.build(metadata, timeline)
 
 
-def _sweep_host(
-    tables: EventTables,
-    tree: _Tree,
-    rows: _Rows,
-    launches: _Launches,
-    cpu_time: defaultdict[int, float],
-    op_time: defaultdict[int, float],
-    count: defaultdict[int, float],
-    flops: defaultdict[int, float],
-    alloc: defaultdict[int, float],
-    nbytes: defaultdict[int, float],
-    warnings: Counter[str],
-) -> dict[int, int]:
+def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
     """Nest host events; the launches go to ``launches``. Returns the fallback context (the first op with
     that External id) of every External id of a launch outside any op that has one."""
+    tables = engine.tables
+    tree = engine.tree
+    rows = engine.rows
+    cpu_time, op_time, count, flops = engine.cpu_time, engine.op_time, engine.count, engine.flops
+    alloc, nbytes, warnings = engine.alloc, engine.nbytes, engine.warnings
     h = tables.host
     n = len(h)
     if n == 0:
@@ -108,6 +177,11 @@ def _sweep_host(
     bw_labels = tables.backward_labels
     # autograd threads after forward threads: their ops look up forward ops
     thread_order = sorted(h.groups(), key=lambda t: (t in bw_set, t))
+    host_rows = engine.host_timeline
+    placer = engine.placer
+    watch = engine.watch
+    watched = engine.watched.append
+    frames = tables.frames
 
     b = tree.b
     child = tree.child
@@ -115,8 +189,9 @@ def _sweep_host(
     ops = _OpIds(tables.temp)  # External id and node of every op: the fallback for launches outside any op
     o_add = ops.data.extend
     l_add = launches.data.extend
-    fwd_seq: dict[int, int] = {}  # sequence number -> forward op node
-    fwd_seq_from_bw: set[int] = set()
+    fwd_seq = engine.fwd_seq  # sequence number -> forward op node
+    fwd_prev = engine.fwd_prev
+    fwd_seq_from_bw = engine.fwd_seq_from_bw
     K_STEP, K_OP, K_RUNTIME, K_SYNC, K_MEMORY = Kind.STEP, Kind.OP, Kind.RUNTIME, Kind.SYNC, Kind.MEMORY
     K_REGION = Kind.REGION
     C_OP, C_RUNTIME, C_SYNC = int(Category.OP), int(Category.RUNTIME), int(Category.SYNC)
@@ -126,10 +201,18 @@ def _sweep_host(
 
     stack: list[list[Any]] = []
 
+    def finish_placed(e: list[Any], self_t: float) -> None:
+        metrics = {"count": 1.0, "cpu_time_ns": float(max(self_t, 0))}
+        if not engine.device_seen:
+            metrics["time_ns"] = metrics["cpu_time_ns"]
+        placer.finish(e[_PLACED], metrics, b)  # type: ignore[union-attr]
+
     def pop() -> None:
         e = stack.pop()
         self_t = e[_DUR] - e[_CHILD]
-        if self_t > 0:
+        if e[_PLACED] is not None:
+            finish_placed(e, self_t)
+        elif self_t > 0:
             cpu_time[e[_NODE]] += self_t
             if e[_KIND] == K_OP:
                 op_time[e[_NODE]] += self_t
@@ -158,7 +241,8 @@ def _sweep_host(
                 while stack:
                     pop()
                 cur = t
-                track = t
+                pid, tid = tables.threads[t]
+                track = engine.track("thread", pid, tid)
                 is_bw_thread = t in bw_set
             s = st[i]
             e_ = en[i]
@@ -171,7 +255,9 @@ def _sweep_host(
                     break
                 stack.pop()
                 self_t = e[_DUR] - e[_CHILD]
-                if self_t > 0:
+                if e[_PLACED] is not None:
+                    finish_placed(e, self_t)
+                elif self_t > 0:
                     cpu_time[e[_NODE]] += self_t
                     if e[_KIND] == K_OP:
                         op_time[e[_NODE]] += self_t
@@ -188,6 +274,7 @@ def _sweep_host(
                 alloc[parent] += val[i]
                 continue
             in_bw = bool(stack) and stack[-1][_BW]
+            placed = None
             if k in (K_RUNTIME, K_SYNC):
                 node = parent
                 c = corr[i]
@@ -197,7 +284,8 @@ def _sweep_host(
                         l_add((c, node, ext[i]))
                     else:
                         l_add((c, node, -1))
-                r_add((node, track, s, e_ - s, C_SYNC if k == K_SYNC else C_RUNTIME, 0, c))
+                if host_rows:
+                    r_add((node, track, s, e_ - s, C_SYNC if k == K_SYNC else C_RUNTIME, 0, c))
             elif k == K_STEP:
                 step = child(base, nm[i])
                 count[step] += 1
@@ -206,12 +294,14 @@ def _sweep_host(
                 label = nm[i]
                 if in_bw and k == K_OP and stack and stack[-1][_LABEL] == label and label in bw_labels:
                     # the autograd node's own op inside `evaluate_function: X`: folded into it
-                    stack.append([e_, parent, e_ - s, 0, val[i], False, True, k, -1, stack[-1][_MEASURED]])
+                    stack.append([e_, parent, e_ - s, 0, val[i], False, True, k, -1, stack[-1][_MEASURED], None])
                     continue
                 if k in (K_OP, K_REGION) and not in_bw and (fw[i] > 0 or label in bw_labels):
                     # an autograd op (every vintage marks them with a Fwd thread id): under the forward
                     # context of the op with its sequence number; else under the context that ran backward()
                     fwd_op = fwd_seq.get(seq[i])
+                    if fwd_op is None:
+                        fwd_op = fwd_prev.get(seq[i])
                     if fwd_op is not None:
                         parent = tree.child_frame(tree.forward_context(fwd_op), Frame.backward())
                     else:
@@ -220,25 +310,38 @@ def _sweep_host(
                             parent = tree.child_frame(base, Frame.scope(NO_FORWARD_SCOPE))
                         parent = tree.child_frame(parent, Frame.backward())
                     in_bw = True
-                node = child(parent, nm[i])
-                count[node] += 1
+                if placer is not None and k == K_OP and not (stack and stack[-1][_KIND] == K_OP):
+                    placed = placer.begin(frames[label].name, in_bw, _placement_context(tree, parent, in_bw), b)
+                if placed is not None:
+                    node, placed = placed
+                else:
+                    node = child(parent, label)
+                    count[node] += 1
+                if label in watch:
+                    watched((label, node, t, s))
                 if k in (K_OP, K_REGION):
                     sq = seq[i]
                     if sq >= 0 and fw[i] <= 0 and (not is_bw_thread or sq not in fwd_seq or sq in fwd_seq_from_bw):
                         fwd_seq[sq] = node
                         if is_bw_thread:
                             fwd_seq_from_bw.add(sq)
+                    if k == K_REGION and placer is not None and frames[label].name.startswith(GRAPH_CALL):
+                        placer.enter_graph()
                 if k == K_OP:
                     if ext[i] >= 0:
                         o_add((ext[i], node))
-                    r_add((node, track, s, e_ - s, C_OP, 0, -1))
+                    if corr[i] >= 0:  # a live op launches its kernels itself (correlation id)
+                        l_add((corr[i], node, -1))
+                    if host_rows:
+                        r_add((node, track, s, e_ - s, C_OP, 0, -1))
             measured = bool(stack) and stack[-1][_MEASURED]
             if k == K_OP and not measured and nb[i] >= 0:
                 # bytes on the outermost op that recorded tensor inputs (attribute.costs.op_bytes)
                 measured = True
-                if nb[i]:
+                if nb[i] and placed is None:
                     nbytes[node] += nb[i]
-            stack.append([e_, node, e_ - s, 0, val[i] if k == K_OP else 0.0, False, in_bw, k, nm[i], measured])
+            flop = val[i] if k == K_OP and placed is None else 0.0
+            stack.append([e_, node, e_ - s, 0, flop, False, in_bw, k, nm[i], measured, placed])
     while stack:
         pop()
 
@@ -260,6 +363,20 @@ def _sweep_host(
     if unmatched_bw:
         warnings["backward ops without a matching forward op"] += unmatched_bw
     return ext_nodes
+
+
+def _placement_context(tree: _Tree, parent: int, in_bw: bool) -> int:
+    """Where a compiled kernel's fused lines hang: in forward, the op's context; in backward, the forward
+    context above the ``backward`` frame (the paths the placer adds end with their own ``backward``)."""
+    if not in_bw:
+        return parent
+    b = tree.b
+    node = parent
+    while node > 0:
+        if b.frame_of(node).kind is FrameKind.BACKWARD:
+            return b.parent_of(node)
+        node = b.parent_of(node)
+    return parent
 
 
 def _host_blocks(h: HostTable, thread_order: list[int]) -> Iterator[list[list[Any]]]:
