@@ -138,7 +138,9 @@ class Attributor:
         node = self.fwd_seq.get(seq)
         return node if node is not None else self.fwd_prev.get(seq)
 
-    def build(self, metadata: dict[str, Any]) -> Profile:
+    def flush(self) -> None:
+        """Add the metrics folded so far to the tree's builder (and start the columns afresh), so that the
+        builder is complete between folds."""
         b = self.tree.b
         time_ns = self.device_time if self.device_seen else self.op_time
         for name, col in (
@@ -154,9 +156,17 @@ class Attributor:
             for node, value in col.items():
                 if value:
                     b.add(node, name, value)
+            col.clear()
+        self.op_time.clear()
+        self.device_time.clear()
+
+    def build(self, metadata: dict[str, Any]) -> Profile:
+        self.flush()
+        b = self.tree.b
         keep = self.host_timeline or len(self.rows) > 0
         timeline = _timeline(self.tracks, self.rows, self.tables.temp) if keep else None
-        metadata = {**metadata, "import_warnings": dict(sorted(self.warnings.items()))}
+        if self.host_timeline or self.warnings:
+            metadata = {**metadata, "import_warnings": dict(sorted(self.warnings.items()))}
         return b.build(metadata, timeline)
 
 
