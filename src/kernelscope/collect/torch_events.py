@@ -211,7 +211,7 @@ class TorchEvents:
                 inputs = ex.inputs
                 dims = _shapes(inputs)
                 if name in FLOP_RULES:
-                    flops = int(op_flops(name, dims, inputs))
+                    flops = int(op_flops(name, dims, inputs) or 0)
                 nb = op_bytes(name, dims, _itemsizes(inputs))
                 if nb is not None:
                     nbytes = int(nb)

@@ -12,7 +12,8 @@ import platform
 import socket
 import sys
 import time
-from collections import Counter, defaultdict, deque
+import collections
+from collections import defaultdict, deque
 from typing import TYPE_CHECKING, Any
 
 from ..attribute.engine import Attributor
@@ -91,12 +92,12 @@ class Session:
         self.fold_calls = fold_calls
         self.modules = ModuleRegistry(self._on_module_call)
         # the one attribution engine, folding window by window (attribute.engine)
-        self._fold_warnings: Counter[str] = Counter()
+        self._fold_warnings: collections.Counter[str] = collections.Counter()
         self._tables = EventTables(self._fold_warnings)
         self._engine = Attributor(self._tables, self._fold_warnings, host_timeline=False)
         self.builder = self._engine.tree.b
         self._events = TorchEvents(self._tables, self.modules.path)
-        self.casts: Counter[tuple[str, int, str, str]] = Counter()  # (file, line, from, to) -> calls
+        self.casts: collections.Counter[tuple[str, int, str, str]] = collections.Counter()  # (file, line, from, to) -> calls
         self.ranges = RangeCounter()
         self.lines: LineMode | None = None  # while waiting for the first op, and for module-less programs
         self.operators: OperatorLines | None = None
