@@ -6,13 +6,13 @@ each) that are folded into the calling-context tree as the run goes (see Session
 
 from __future__ import annotations
 
+import collections
 import gc
 import os
 import platform
 import socket
 import sys
 import time
-import collections
 from collections import defaultdict, deque
 from typing import TYPE_CHECKING, Any
 
@@ -97,7 +97,8 @@ class Session:
         self._engine = Attributor(self._tables, self._fold_warnings, host_timeline=False)
         self.builder = self._engine.tree.b
         self._events = TorchEvents(self._tables, self.modules.path)
-        self.casts: collections.Counter[tuple[str, int, str, str]] = collections.Counter()  # (file, line, from, to) -> calls
+        # dtype conversions by (file, line, from, to): the dtype round-trip rule reads them
+        self.casts: collections.Counter[tuple[str, int, str, str]] = collections.Counter()
         self.ranges = RangeCounter()
         self.lines: LineMode | None = None  # while waiting for the first op, and for module-less programs
         self.operators: OperatorLines | None = None
