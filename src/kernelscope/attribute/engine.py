@@ -212,10 +212,13 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
     stack: list[list[Any]] = []
 
     def finish_placed(e: list[Any], self_t: float) -> None:
+        token, moved = e[_PLACED]
         metrics = {"count": 1.0, "cpu_time_ns": float(max(self_t, 0))}
         if not engine.device_seen:
             metrics["time_ns"] = metrics["cpu_time_ns"]
-        placer.finish(e[_PLACED], metrics, b)  # type: ignore[union-attr]
+        if moved > 0:
+            metrics["bytes"] = float(moved)
+        placer.finish(token, metrics, b)  # type: ignore[union-attr]
 
     def pop() -> None:
         e = stack.pop()
@@ -284,7 +287,7 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
                 alloc[parent] += val[i]
                 continue
             in_bw = bool(stack) and stack[-1][_BW]
-            placed = None
+            placed: list[Any] | None = None  # a compiled kernel's [placer token, bytes moved]
             if k in (K_RUNTIME, K_SYNC):
                 node = parent
                 c = corr[i]
@@ -320,10 +323,11 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
                             parent = tree.child_frame(base, Frame.scope(NO_FORWARD_SCOPE))
                         parent = tree.child_frame(parent, Frame.backward())
                     in_bw = True
+                at = None
                 if placer is not None and k == K_OP and not (stack and stack[-1][_KIND] == K_OP):
-                    placed = placer.begin(frames[label].name, in_bw, _placement_context(tree, parent, in_bw), b)
-                if placed is not None:
-                    node, placed = placed
+                    at = placer.begin(frames[label].name, in_bw, _placement_context(tree, parent, in_bw), b)
+                if at is not None:
+                    node, placed = at[0], [at[1], 0]
                 else:
                     node = child(parent, label)
                     count[node] += 1
@@ -350,6 +354,8 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
                 measured = True
                 if nb[i] and placed is None:
                     nbytes[node] += nb[i]
+                elif nb[i] and placed is not None:
+                    placed[1] = nb[i]  # split with the kernel's other metrics
             flop = val[i] if k == K_OP and placed is None else 0.0
             stack.append([e_, node, e_ - s, 0, flop, False, in_bw, k, nm[i], measured, placed])
     while stack:

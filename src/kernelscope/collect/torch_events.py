@@ -10,8 +10,10 @@ a live run knows is written into the records here:
   calls add nothing; an ``nn.Module`` call adds a ``module(attribute path, class)`` row;
 - an op called straight from a user function with no Python call in between gets that function's
   row (its def line: the line is not known);
-- ops, compiled regions, ``record_function`` ranges (leaves in torch's tree, with their full time)
-  and steps get the labels every source gets (``EventTables.host_label``);
+- ops, compiled regions and steps get the labels every source gets (``EventTables.host_label``);
+  ranges in the user scope (``record_function``: Kineto's ``user_annotation``) are scopes; a range
+  that outlives the call that opened it (torch's tree makes it a leaf of that call) starts where the
+  call ends, so that it holds what ran inside it;
 - ops run by autograd carry a forward-thread mark, as Kineto's ``Fwd thread id`` does;
 - FLOPs and bytes come from the input shapes (``attribute.costs``) when the window recorded them.
 
@@ -45,7 +47,6 @@ SCALAR_TYPES = {
     15: "bfloat16",
 }
 CAST_OP = "aten::_to_copy"
-_ANNOTATION_CALLS = ("RecordFunctionFast", "_record_function_enter")
 _NONE = -1
 _FAR = 1 << 62
 
@@ -178,15 +179,14 @@ class TorchEvents:
                 th = threads[ev.start_tid] = thread_of(pid, ev.start_tid)
             start = ev.start_time_ns
             dur = ev.duration_time_ns
-            if (not children and "::" not in name and _is_annotation(ev)) or ex.scope.name == "USER_SCOPE":
-                # a record_function range (a leaf in torch's tree, with its whole time) or a C++ user
-                # scope: a scope, nested by time like every source's
+            end = start + dur
+            if end > bound and not children:
+                # a range opened inside the call that opened it (`with record_function(...)` at a user
+                # line: torch's tree has it as a leaf of that call): it starts where the call's row ends
+                start, dur = bound, end - bound
+            if ex.scope.name == "USER_SCOPE":
+                # record_function / a C++ user scope: a scope, as Kineto's `user_annotation` (nests by time)
                 kind, label = t.host_label(SCOPE, name)
-                end = start + dur
-                if end > bound:
-                    # opened inside the call that opened it (`with record_function(...)` at a user line):
-                    # the range starts where that call's row ends, so that it holds the block, not the call
-                    start, dur = bound, end - bound
                 host((th, start, dur, kind, label, -1, -1, -1, -1, 0, -1))
                 if children:
                     stack.extend((c, label, None, bw, end) for c in reversed(children))
@@ -269,19 +269,6 @@ def casts_by_line(
         where = line_of(node)
         if where is not None:
             into[(where[0], where[1], cast[0], cast[1])] += 1
-
-
-def _is_annotation(ev: Any) -> bool:
-    """A record_function range: opened from Python through ``_record_function_enter_new`` or
-    ``RecordFunctionFast.__enter__`` (then it has no children of its own in the tree)."""
-    parent = ev.parent
-    if parent is None:
-        return False
-    try:
-        pname = parent.name
-    except UnicodeDecodeError:
-        return False
-    return any(call in pname for call in _ANNOTATION_CALLS)
 
 
 def _shapes(inputs: Iterable[Any]) -> list[Any]:
