@@ -22,6 +22,7 @@ innermost context of each positive ``[memory]`` event.
 from __future__ import annotations
 
 import array
+import bisect
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from typing import Any, Protocol
@@ -207,6 +208,8 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
     C_OP, C_RUNTIME, C_SYNC = int(Category.OP), int(Category.RUNTIME), int(Category.SYNC)
     overlaps = 0
     unmatched_bw = 0
+    bracketed = 0
+    nearest = _Bracket(tree, fwd_seq, fwd_prev)
     pending_ext = array.array("q")  # External ids of runtime calls with no op around them
 
     stack: list[list[Any]] = []
@@ -315,8 +318,15 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
                     fwd_op = fwd_seq.get(seq[i])
                     if fwd_op is None:
                         fwd_op = fwd_prev.get(seq[i])
+                    around = None
+                    if fwd_op is None and seq[i] >= 0:
+                        around = nearest.context(seq[i])
+                        if around is not None:
+                            bracketed += 1
                     if fwd_op is not None:
                         parent = tree.child_frame(tree.forward_context(fwd_op), Frame.backward())
+                    elif around is not None:
+                        parent = tree.child_frame(around, Frame.backward())
                     else:
                         unmatched_bw += 1
                         if parent == base:
@@ -378,7 +388,39 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
         warnings["host events ending after their parent (clipped to it)"] += overlaps
     if unmatched_bw:
         warnings["backward ops without a matching forward op"] += unmatched_bw
+    if bracketed:
+        warnings["backward ops whose forward op is not in the trace, placed by the forward ops around it"] += bracketed
     return ext_nodes
+
+
+class _Bracket:
+    """The context of a forward op that is not in the trace (sampled traces drop events), from the forward
+    ops that are: it ran between the ops with the nearest lower and higher sequence numbers, so it ran
+    inside both their contexts' common ancestor (call stacks nest in time). None when that is the root."""
+
+    def __init__(self, tree: _Tree, fwd_seq: dict[int, int], fwd_prev: dict[int, int]) -> None:
+        self.tree = tree
+        self.maps = (fwd_seq, fwd_prev)
+        self._keys: list[int] = []
+        self._seen = -1
+
+    def context(self, seq: int) -> int | None:
+        size = len(self.maps[0]) + len(self.maps[1])
+        if size != self._seen:  # forward ops were added since: re-sort (misses are rare and come in runs)
+            self._keys = sorted({*self.maps[0], *self.maps[1]})
+            self._seen = size
+        keys = self._keys
+        at = bisect.bisect_left(keys, seq)
+        if at == 0 or at >= len(keys):
+            return None
+        lo, hi = self._op(keys[at - 1]), self._op(keys[at])
+        tree = self.tree
+        common = tree.common_ancestor(tree.forward_context(lo), tree.forward_context(hi))
+        return common if common > 0 else None
+
+    def _op(self, seq: int) -> int:
+        node = self.maps[0].get(seq)
+        return node if node is not None else self.maps[1][seq]
 
 
 def _placement_context(tree: _Tree, parent: int, in_bw: bool) -> int:
