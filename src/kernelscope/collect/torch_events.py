@@ -113,6 +113,14 @@ class TorchEvents:
             ev, last, user_fn, bw, bound = stack.pop()
             events += 1
             tag = tags.get(ev.tag) or self._tag(ev)
+            if tag == "Allocation":  # a leaf
+                size = ev.extra_fields.alloc_size
+                if size > 0:
+                    th = threads.get(ev.start_tid)
+                    if th is None:
+                        th = threads[ev.start_tid] = thread_of(pid, ev.start_tid)
+                    host((th, ev.start_time_ns, 0, MEMORY, -1, -1, -1, -1, -1, int(size), -1))
+                continue
             children = ev.children
             if tag == "PyCall" or tag == "PyCCall":
                 ex = ev.extra_fields
@@ -136,36 +144,27 @@ class TorchEvents:
                             label = _NONE
                 except UnicodeDecodeError:  # torch can hand back undecodable names (dynamo frames)
                     label = _NONE
-                th = threads.get(ev.start_tid)
-                if th is None:
-                    th = threads[ev.start_tid] = thread_of(pid, ev.start_tid)
-                start = ev.start_time_ns
-                dur = ev.duration_time_ns
-                if label >= 0 and label != last:
-                    # (a builtin call and the LineMode's __torch_function__ inside it report one line)
-                    host((th, start, dur, PYTHON, label, -1, -1, -1, -1, 0, -1))
-                    last = label
-                    bound = start + dur
-                fn = None  # read the callsite only if an op sits right below
-                if tag == "PyCall":
-                    mod = ex.module
+                mod = ex.module if tag == "PyCall" else None
+                if (label >= 0 and label != last) or mod is not None:  # a row: read where and when
+                    th = threads.get(ev.start_tid)
+                    if th is None:
+                        th = threads[ev.start_tid] = thread_of(pid, ev.start_tid)
+                    start = ev.start_time_ns
+                    dur = ev.duration_time_ns
+                    if label >= 0 and label != last:
+                        # (a builtin call and the LineMode's __torch_function__ inside it report one line)
+                        host((th, start, dur, PYTHON, label, -1, -1, -1, -1, 0, -1))
+                        last = label
+                        bound = start + dur
                     if mod is not None:
                         info = self.module_path(mod.self_ptr)
                         path, cls = info if info is not None else (mod.cls_name, mod.cls_name)
                         last = t.frame(Frame.module_(path, cls))
                         host((th, start, dur, MODULE, last, -1, -1, -1, -1, 0, -1))
                         bound = start + dur
-                    fn = ex
+                fn = ex if tag == "PyCall" else None  # its callsite is read only if an op sits right below
                 if children:
                     stack.extend((c, last, fn, bw, bound) for c in reversed(children))
-                continue
-            if tag == "Allocation":
-                size = ev.extra_fields.alloc_size
-                if size > 0:
-                    th = threads.get(ev.start_tid)
-                    if th is None:
-                        th = threads[ev.start_tid] = thread_of(pid, ev.start_tid)
-                    host((th, ev.start_time_ns, 0, MEMORY, -1, -1, -1, -1, -1, int(size), -1))
                 continue
             if tag != "TorchOp":
                 continue  # Kineto/backend records: device work comes from the flat event list
