@@ -63,7 +63,7 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
     fwd_prev = engine.fwd_prev
     fwd_seq_from_bw = engine.fwd_seq_from_bw
     K_STEP, K_OP, K_RUNTIME, K_SYNC, K_MEMORY = Kind.STEP, Kind.OP, Kind.RUNTIME, Kind.SYNC, Kind.MEMORY
-    K_REGION = Kind.REGION
+    K_REGION, K_OVERHEAD = Kind.REGION, Kind.OVERHEAD
     C_OP, C_RUNTIME, C_SYNC = int(Category.OP), int(Category.RUNTIME), int(Category.SYNC)
     overlaps = 0
     unmatched_bw = 0
@@ -147,6 +147,10 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
             k = kd[i]
             if k == K_MEMORY:
                 alloc[parent] += val[i]
+                continue
+            if k == K_OVERHEAD:
+                if stack:
+                    stack[-1][_CHILD] += e_ - s
                 continue
             in_bw = bool(stack) and stack[-1][_BW]
             placed: list[Any] | None = None  # a compiled kernel's [placer token, bytes moved]

@@ -49,6 +49,10 @@ SCALAR_TYPES = {
 CAST_OP = "aten::_to_copy"
 _NONE = -1
 _FAR = 1 << 62
+# The session's own work (collect/torch_live.py): a window change where the program called a torch function,
+# a module or step(). Its time is taken out of the line it interrupted.
+_SESSION_FILE = os.path.join("kernelscope", "collect", "torch_live.py")
+_OWN_WORK = frozenset({"_checkpoint", "_close_window", "_change"})
 
 
 class TorchEvents:
@@ -66,6 +70,7 @@ class TorchEvents:
         self.casts: dict[tuple[int, int], tuple[str, str]] = {}  # (thread, start) -> (from, to), this window
         self.cast_label = tables.frame(Frame.op(CAST_OP))
         self.regions = 0  # compiled regions met (compiled code ran in this window)
+        self._session_files: set[str] = set()
 
     def _tag(self, ev: Any) -> str:
         tag = ev.tag
@@ -102,6 +107,7 @@ class TorchEvents:
         tags = self._tags
         user_files = self._user
         PYTHON, MODULE, OP, SCOPE, MEMORY = Kind.PYTHON, Kind.MODULE, Kind.OP, Kind.SCOPE, Kind.MEMORY
+        OVERHEAD = Kind.OVERHEAD
         roots = list(roots)
         top = {id(r) for r in roots}
         # (event, label of the innermost row on its path, the parent PyCall's fields, inside backward,
@@ -131,6 +137,15 @@ class TorchEvents:
                     user = user_files.get(file)
                     if user is None:
                         user = user_files[file] = is_user_file(file)
+                        if file.endswith(_SESSION_FILE):
+                            self._session_files.add(file)
+                    if file in self._session_files and tag == "PyCall" and ex.callsite.function_name in _OWN_WORK:
+                        # the session opening, closing or folding a window: kernelscope's time, not the line's
+                        th = threads.get(ev.start_tid)
+                        if th is None:
+                            th = threads[ev.start_tid] = thread_of(pid, ev.start_tid)
+                        host((th, ev.start_time_ns, ev.duration_time_ns, OVERHEAD, -1, -1, -1, -1, -1, 0, -1))
+                        continue
                     if user:  # most calls come from library code: read the line only for user files
                         label = self._python(file, caller.line_number, caller.function_name)
                         if (
