@@ -109,7 +109,9 @@ def data_source(profile: Profile, t: Thresholds) -> list[Finding]:
         file = key[0]
         line = min(profile.frame_of(n).line for n in nodes[key])
         function = profile.frame_of(nodes[key][0]).name
-        where = f"{function}'s own Python code" if by_function else f"the Python calls made at this line (in {function})"
+        where = (
+            f"{function}'s own Python code" if by_function else f"the Python calls made at this line (in {function})"
+        )
         out.append(
             Finding(
                 rule="data_source",
