@@ -72,7 +72,7 @@ def test_data_source_in_a_trace_is_one_finding_per_function() -> None:
         trace,
     )
     (f,) = _only(p, "data_source")
-    assert (f.line, f.estimated_saving_ms) == (3, 60.0) and "batches's own Python code" in f.evidence
+    assert (f.line, f.estimated_saving_ms) == (3, 60.0) and "batches's own code" in f.evidence
 
 
 class _Tag(enum.Enum):

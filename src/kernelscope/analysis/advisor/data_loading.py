@@ -109,26 +109,31 @@ def data_source(profile: Profile, t: Thresholds) -> list[Finding]:
         file = key[0]
         line = min(profile.frame_of(n).line for n in nodes[key])
         function = profile.frame_of(nodes[key][0]).name
-        where = (
-            f"{function}'s own Python code" if by_function else f"the Python calls made at this line (in {function})"
-        )
+        where = f"{function}'s own code" if by_function else f"the calls made at this line (in {function})"
+        python_pct = 100.0 * py / (line_ns or 1.0)
+        source = python_pct >= 90.0  # next to no ops: work that produces items, not a step's Python overhead
         out.append(
             Finding(
                 rule="data_source",
                 severity=Severity.WARNING if share >= t["warn_pct"] else Severity.INFO,
-                title=f"{ms(py):,} ms of pure Python work at {file}:{line} ({share:.0f}% of the host time, "
-                "no ops): a data source slower than the step?",
-                evidence=f"host self time of {where}: {ms(py)} ms of "
-                f"{ms(line_ns)} ms under it ({100.0 * py / (line_ns or 1.0):.0f}% Python, the rest in ops); "
+                title=f"{ms(py):,} ms of Python work at {file}:{line} ({share:.0f}% of the host time), "
+                + ("no ops: a data source slower than the step?" if source else "around its ops: Python overhead"),
+                evidence=f"host self time of {where} (Python, and C extensions it calls): {ms(py)} ms of "
+                f"{ms(line_ns)} ms under it ({python_pct:.0f}% outside ops); "
                 f"the rest of the enclosing code took {ms(rest)} ms",
                 file=file,
                 line=line,
                 estimated_saving_ms=ms(py),
                 saving_method="the Python work's own time: the upper bound if it overlapped the step "
                 "(background workers) or were done once",
-                fix="if this line pulls items from an iterator, move the per-item work off the step: precompute "
-                "it, vectorise it (numpy/torch on whole batches), or wrap the source in a DataLoader with "
-                "num_workers>0 so it runs ahead of the step",
+                fix=(
+                    "if this line pulls items from an iterator, move the per-item work off the step: precompute "
+                    "it, vectorise it (numpy/torch on whole batches), or wrap the source in a DataLoader with "
+                    "num_workers>0 so it runs ahead of the step"
+                    if source
+                    else "cut per-call Python overhead: hoist invariant work out of the step, cache, or capture "
+                    "the step (torch.compile, CUDA graphs) so Python runs once"
+                ),
                 nodes=tuple(nodes[key]),
             )
         )

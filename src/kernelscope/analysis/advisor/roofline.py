@@ -78,7 +78,9 @@ def _hot_ops(profile: Profile) -> dict[tuple[str | None, str], _Hot]:
     own_time = profile.exclusive("time_ns")
     for node in range(1, len(profile)):
         f = profile.frame_of(node)
-        if f.kind is not FrameKind.OP or _WRAPPER.search(f.name) or not _outermost(profile, int(par[node])):
+        if f.kind is not FrameKind.OP or not f.name.startswith("aten::") or _WRAPPER.search(f.name):
+            continue  # the cost model (attribute.costs) is ATen's: a custom op's inputs are not its traffic
+        if not _outermost(profile, int(par[node])):
             continue
         fl = float(flops[node]) if flops is not None else 0.0
         nb = float(nbytes[node]) if nbytes is not None else 0.0
