@@ -16,6 +16,7 @@ from . import EVERYWHERE, Applies, Finding, Severity, Threshold, Thresholds, rul
 from ._evidence import ms, split_line
 
 _LOADER = "enumerate(DataLoader)#"
+_GENERATED = "torchinductor_"  # Inductor's output code (/tmp/torchinductor_<user>/...)
 
 
 def _metric(profile: Profile) -> str:
@@ -91,8 +92,8 @@ def data_source(profile: Profile, t: Thresholds) -> list[Finding]:
     nodes: dict[tuple[str, int | str], list[int]] = {}
     for node in range(1, len(profile)):
         f = profile.frame_of(node)
-        if f.kind is not FrameKind.PYTHON or own[node] <= 0:
-            continue
+        if f.kind is not FrameKind.PYTHON or own[node] <= 0 or _GENERATED in f.file:
+            continue  # an Inductor wrapper's own time is launching its kernels, not the program's Python
         key: tuple[str, int | str] = (f.file, f.name if by_function else f.line)
         acc = per_line.setdefault(key, [0.0, 0.0])
         acc[0] += float(own[node])

@@ -78,7 +78,7 @@ def _hot_ops(profile: Profile) -> dict[tuple[str | None, str], _Hot]:
     own_time = profile.exclusive("time_ns")
     for node in range(1, len(profile)):
         f = profile.frame_of(node)
-        if f.kind is not FrameKind.OP or not f.name.startswith("aten::") or _WRAPPER.search(f.name):
+        if f.kind is not FrameKind.OP or not f.name.startswith("aten::") or _SKIP.search(f.name):
             continue  # the cost model (attribute.costs) is ATen's: a custom op's inputs are not its traffic
         if not _outermost(profile, int(par[node])):
             continue
@@ -112,6 +112,10 @@ def _hot_ops(profile: Profile) -> dict[tuple[str | None, str], _Hot]:
 
 
 _WRAPPER = re.compile(r"Backward\d*$|^autograd::|AccumulateGrad|^CompiledFunction")
+# wrappers, and SDPA's flash/efficient paths: their FLOPs land on ``_flash_attention_forward``, whose inputs
+# are laid out [batch, seq, heads, dim], which the SDPA cost rule reads as [batch, heads, seq, dim] (FLOPs too
+# low by seq/heads: a false alarm here); left out until attribute.costs reads that layout
+_SKIP = re.compile(_WRAPPER.pattern + r"|flash_attention|efficient_attention")
 _NOT_COMPUTE = re.compile(r"^Memcpy|^Memset|nccl|rccl|AllReduce|AllGather|ReduceScatter|SendRecv", re.IGNORECASE)
 
 
