@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import enum
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from conftest import build
+from conftest import REPO, build, env_without_color
 from kernelscope.analysis.advisor import Finding, Severity, run_rules
 from kernelscope.analysis.advisor._devices import device_peak, kernel_dtype
 from kernelscope.analysis.advisor.efficiency import misalignment
@@ -263,3 +266,15 @@ def test_owlv2_trace_gets_attention_alignment_and_roofline_findings(
     assert (misaligned["file"], misaligned["line"]) == line and "bf16 align1" in misaligned["evidence"]
     roof = found["roofline"]
     assert "aten::softmax" in roof["title"] and "H100 SXM" in roof["title"]
+
+
+@pytest.mark.slow
+def test_a_clean_run_of_the_bundled_example_has_nothing_above_info(tmp_path: Path) -> None:
+    """Live, with Python frames' own time in the tree: no rule may warn on the example."""
+    env = env_without_color()
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")])
+    example = REPO / "examples" / "tiny_transformer.py"
+    cmd = [sys.executable, "-m", "kernelscope", "run", "-o", "ex.ksprof", "--no-view", str(example), "--steps", "3"]
+    subprocess.run(cmd, check=True, env=env, cwd=tmp_path, capture_output=True, timeout=300)
+    findings = run_rules(open_profile(str(tmp_path / "ex.ksprof")))
+    assert [f for f in findings if f.severity is not Severity.INFO] == []
