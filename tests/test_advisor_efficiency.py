@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -23,7 +24,7 @@ from kernelscope.analysis.advisor._devices import device_peak, kernel_dtype
 from kernelscope.analysis.advisor.efficiency import misalignment
 from kernelscope.cli.main import main
 from kernelscope.inputs import open_profile
-from kernelscope.model import Frame, Profile, ProfileBuilder
+from kernelscope.model import Frame, Profile
 
 CPU = {"source": {"format": "torch-live"}, "device_run": False}
 H100 = {"source": {"format": "kineto"}, "deviceProperties": [{"name": "NVIDIA H100 80GB HBM3", "computeMajor": 9}]}
@@ -87,11 +88,21 @@ def _site(file: str, line: int, fn: str) -> SimpleNamespace:
     return SimpleNamespace(file_name=file, line_number=line, function_name=fn)
 
 
-def test_live_tree_gives_a_user_python_call_its_own_time(tmp_path: Path) -> None:
-    """PyTorch's event tree, as literals: the generator's __next__ called from the loop line."""
+def _call(caller: SimpleNamespace, callee: SimpleNamespace, start: int, dur: int, kids: list[Any]) -> SimpleNamespace:
+    fields = SimpleNamespace(caller=caller, callsite=callee, module=None)
+    return SimpleNamespace(
+        tag=_Tag.PyCall, children=kids, start_time_ns=start, duration_time_ns=dur, start_tid=1, extra_fields=fields
+    )
+
+
+def test_a_live_window_gives_the_loop_line_the_generators_own_time(tmp_path: Path) -> None:
+    """PyTorch's event tree, as literals: the generator's __next__ is a call from the loop line; its own
+    Python time (less the op it runs) is the loop line's host self time, which data_source reads."""
     import runpy
 
-    from kernelscope.attribute.torch_tree import TreeWalker
+    from kernelscope.attribute.engine import build_profile
+    from kernelscope.attribute.tables import EventTables
+    from kernelscope.collect.torch_events import TorchEvents
 
     user = str(tmp_path / "train.py")
     Path(user).write_text("# a user file: the frame classifier wants it to exist\n")
@@ -99,35 +110,25 @@ def test_live_tree_gives_a_user_python_call_its_own_time(tmp_path: Path) -> None
         tag=_Tag.TorchOp,
         name="aten::full",
         children=[],
-        duration_time_ns=1_000,
+        start_time_ns=2_000,
+        duration_time_ns=200,
+        start_tid=1,
         correlation_id=0,
         extra_fields=SimpleNamespace(scope=SimpleNamespace(name="FUNCTION"), sequence_number=-1, inputs=[]),
     )
-    gen = SimpleNamespace(
-        tag=_Tag.PyCall,
-        children=[op],
-        duration_time_ns=5_000,
-        extra_fields=SimpleNamespace(caller=_site(user, 7, "main"), callsite=_site(user, 2, "batches"), module=None),
-    )
-    root = SimpleNamespace(
-        tag=_Tag.PyCall,
-        children=[gen],
-        duration_time_ns=9_000,
-        extra_fields=SimpleNamespace(
-            caller=_site(runpy.__file__, 88, "_run_code"), callsite=_site(user, 5, "main"), module=None
-        ),
-    )
-    b = ProfileBuilder()
-    TreeWalker(b, lambda ptr: None).walk([root])
-    p = b.build({})
+    gen = _call(_site(user, 7, "main"), _site(user, 2, "batches"), 1_000, 5_000, [op])
+    root = _call(_site(runpy.__file__, 88, "_run_code"), _site(user, 5, "main"), 0, 9_000, [gen])
+    warnings: Counter[str] = Counter()
+    tables = EventTables(warnings)
+    TorchEvents(tables, lambda ptr: None).add([root], shapes=False, cuda=False)
+    p = build_profile(tables, CPU, warnings)
     cpu = {
         tuple((f.kind.value, f.line, f.name) for f in p.path(n)): v for n, v in enumerate(p.exclusive("cpu_time_ns"))
     }
-    # 5 µs in the generator call less its 1 µs op, on the loop line; the op's own microsecond below it
-    assert cpu[(("python", 7, "main"),)] == 4_000.0
-    assert cpu[(("python", 7, "main"), ("python", 2, "batches"), ("op", 0, "aten::full"))] == 1_000.0
-    # main, user code called by a library (runpy), keeps its own 4 µs where it runs: here the root
-    assert cpu[()] == 4_000.0 and sum(cpu.values()) == 9_000.0
+    assert cpu[(("python", 7, "main"),)] == 4_800.0  # 5 µs in the generator call less its 0.2 µs op
+    assert cpu[(("python", 7, "main"), ("python", 2, "batches"), ("op", 0, "aten::full"))] == 200.0
+    (f,) = _only(p, "data_source")
+    assert (f.line, f.estimated_saving_ms) == (7, 0.005) and "no ops: a data source" in f.title
 
 
 @pytest.mark.slow
