@@ -119,7 +119,7 @@ def data_source(profile: Profile, t: Thresholds) -> list[Finding]:
                 severity=Severity.WARNING if share >= t["warn_pct"] else Severity.INFO,
                 title=f"{ms(py):,} ms of Python work at {file}:{line} ({share:.0f}% of the host time), "
                 + ("no ops: a data source slower than the step?" if source else "around its ops: Python overhead"),
-                evidence=f"host self time of {where} (Python, and C extensions it calls): {ms(py)} ms of "
+                evidence=f"host self time (Python, and C extensions it calls) of {where}: {ms(py)} ms of "
                 f"{ms(line_ns)} ms under it ({python_pct:.0f}% outside ops); "
                 f"the rest of the enclosing code took {ms(rest)} ms",
                 file=file,
