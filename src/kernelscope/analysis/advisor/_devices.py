@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ...model.devices import devices_of
+
 
 @dataclass(frozen=True)
 class DevicePeak:
@@ -58,12 +60,11 @@ _TABLE: tuple[tuple[str, float, DevicePeak], ...] = (
 
 def device_peak(profile_metadata: dict[str, Any]) -> tuple[str, DevicePeak] | None:
     """The first recorded GPU that the table knows: (its recorded name, its peaks)."""
-    devices = profile_metadata.get("deviceProperties") or profile_metadata.get("devices") or []
-    for d in devices if isinstance(devices, list) else []:
-        if not isinstance(d, dict) or not d.get("name"):
+    for d in devices_of(profile_metadata):
+        if not d.name:
             continue
-        name = str(d["name"])
-        mem_gb = float(d.get("totalGlobalMem") or d.get("total_memory") or 0) / 1e9
+        name = d.name
+        mem_gb = d.memory_bytes / 1e9
         for pattern, min_gb, peak in _TABLE:
             if re.search(pattern, name, re.IGNORECASE) and (not min_gb or mem_gb >= min_gb):
                 return name, peak

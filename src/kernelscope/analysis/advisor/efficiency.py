@@ -6,6 +6,7 @@ import re
 from collections import defaultdict
 
 from ...model import FrameKind, Profile
+from ...model.devices import devices_of
 from ..context import ContextIndex
 from . import WITH_TIMELINE, Finding, Severity, Threshold, Thresholds, rule
 from ._devices import ELEMENT_BYTES, kernel_dtype
@@ -17,9 +18,10 @@ _TENSOR_CORE_ARCH = re.compile(r"^(?:void )?(?:ampere|sm_?[89]\d|hopper|blackwel
 
 def tensor_core_device(profile: Profile) -> str | None:
     """The name of a device with TF32 tensor cores (compute capability 8.0+), if the metadata says so."""
-    for d in profile.metadata.get("deviceProperties") or profile.metadata.get("devices") or []:
-        if isinstance(d, dict) and int(d.get("computeMajor") or d.get("major") or 0) >= 8:
-            return str(d.get("name") or "a GPU with tensor cores")
+    for d in devices_of(profile.metadata):
+        cc = d.compute_capability
+        if cc is not None and cc[0] >= 8:
+            return d.name or "a GPU with tensor cores"
     return None
 
 
