@@ -346,7 +346,7 @@ def test_metadata(tmp_path: Path) -> None:
     assert meta["source"]["format"] == "kineto"
     assert meta["source"]["path"] == path
     assert (meta["rank"], meta["world_size"], meta["schemaVersion"], meta["baseTimeNanoseconds"]) == (3, 8, 1, 5)
-    assert meta["deviceProperties"] == [{"id": 0, "name": "H100"}]
+    assert meta["devices"] == [{"id": "cuda:0", "type": "cuda", "index": 0, "name": "H100"}]  # the one device shape
     assert meta["trace_start_ns"] == 0
 
 
@@ -463,7 +463,7 @@ def test_owlv2_facts() -> None:
     assert tl is not None
     # 80 cudaStreamSynchronize + 2 cudaDeviceSynchronize
     assert int(np.count_nonzero(tl.category == Category.SYNC)) == 82
-    assert p.metadata["deviceProperties"][0]["name"] == "NVIDIA H100 80GB HBM3"
+    assert p.metadata["devices"][0]["name"] == "NVIDIA H100 80GB HBM3"
 
 
 @pytest.mark.traces
