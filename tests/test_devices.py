@@ -42,3 +42,15 @@ def test_every_importer_writes_the_one_shape(shared_traces: Path) -> None:
     assert dev.name.startswith("NVIDIA A100") and dev.arch == "sm_80"
     assert all("id" in d and "type" in d for d in p.metadata["devices"])
     assert "deviceProperties" not in p.metadata
+
+
+def test_merged_ranks_keep_each_rank_s_devices_with_their_rank(shared_traces: Path) -> None:
+    from kernelscope.importers.multirank import merge_ranks
+
+    one = open_profile(str(shared_traces / "hta_a100_alexnet_cuda_sync.json.gz"))
+    merged = merge_ranks([one, one], [0, 1])
+    gpus = [d for d in devices_of(merged.metadata) if d.type == "cuda"]
+    assert {d.rank for d in gpus} == {0, 1}
+    assert merged.timeline is not None
+    named = {t.device for t in merged.timeline.tracks}
+    assert {d.id for d in gpus} & named == {"rank 0/cuda:0", "rank 1/cuda:0"}  # the timeline's names

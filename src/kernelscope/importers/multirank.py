@@ -117,7 +117,7 @@ def _merged_metadata(profiles: Sequence[Profile], ranks: Sequence[int]) -> dict[
         "import_warnings": warnings,
         # every rank's devices, named as the merged timeline names them ("rank 1/cuda:0")
         "devices": [
-            replace(d, id=f"rank {rank}/{d.id}").to_json()
+            replace(d, id=f"rank {rank}/{d.id}", rank=rank).to_json()
             for prof, rank in zip(profiles, ranks, strict=True)
             for d in devices_of(prof.metadata)
         ],

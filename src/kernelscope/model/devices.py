@@ -26,6 +26,7 @@ _TYPED = (
     "memory_clock_khz",
     "bus_bits",
     "cores",
+    "rank",
 )
 
 
@@ -42,6 +43,7 @@ class Device:
     memory_clock_khz: int = 0
     bus_bits: int = 0  # memory bus width
     cores: int = 0  # a host CPU's cores
+    rank: int = -1  # the process (distributed rank) it belongs to, when profiles of several were merged
     extra: tuple[tuple[str, Any], ...] = ()  # what one source records beyond these
 
     @property
