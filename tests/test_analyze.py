@@ -129,11 +129,11 @@ def test_no_compile_metadata_no_findings() -> None:
 
 def test_imported_trace_regions_reveal_breaks_and_recompiles() -> None:
     line = Frame.python("train.py", 5, "main")
-    outer = Frame.region("Torch-Compiled Region: 0/0")
+    outer = Frame.region("Torch-Compiled Region", "0/0")
     profile = build(
         [
-            ([line, outer, Frame.region("Torch-Compiled Region: 1/0"), Frame.op("aten::mm")], {"time_ns": 1.0}),
-            ([line, outer, Frame.region("Torch-Compiled Region: 1/1"), Frame.op("aten::mm")], {"time_ns": 1.0}),
+            ([line, outer, Frame.region("Torch-Compiled Region", "1/0"), Frame.op("aten::mm")], {"time_ns": 1.0}),
+            ([line, outer, Frame.region("Torch-Compiled Region", "1/1"), Frame.op("aten::mm")], {"time_ns": 1.0}),
         ]
     )
     findings = run_rules(profile)

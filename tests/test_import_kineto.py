@@ -324,7 +324,7 @@ def test_regions_and_triton_launch_ops(tmp_path: Path) -> None:
         {},
         [
             ("<Torch-Compiled Region: 0/1>", {}, [
-                ("<CompiledFxGraph fabc>", {}, [
+                ("<CompiledFxGraph: fabc>", {}, [
                     ("<triton_poi_fused_add_0>", {}, [("triton_poi_fused_add_0", {"time_ns": 3000.0}, [])]),
                 ]),
             ]),

@@ -9,8 +9,7 @@ from typing import Any
 
 from ..model import Frame, FrameKind, ProfileBuilder
 from .compiled import place_compiled_kernel
-
-REGION_PREFIX = "Torch-Compiled Region: "
+from .records import TORCH_REGION
 
 
 class CapturePlacer:
@@ -54,7 +53,7 @@ def _region_of(builder: ProfileBuilder, node: int) -> tuple[bool, str | None]:
         f = builder.frame_of(node)
         if f.kind is FrameKind.REGION:
             inside = True
-            if f.name.startswith(REGION_PREFIX):
-                return True, f.name[len(REGION_PREFIX) :]
+            if f.name == TORCH_REGION:
+                return True, f.ids or None
         node = builder.parent_of(node)
     return inside, None

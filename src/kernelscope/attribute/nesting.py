@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..model import Category, Frame, FrameKind
-from .records import Kind
+from .records import GRAPH_CALL, Kind
 from .stores import _BLOCK, _Launches, _OpIds, _Tree
 from .tables import HostTable
 
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 
 # stack entry fields
 _END, _NODE, _DUR, _CHILD, _FLOPS, _CHILD_FLOPS, _BW, _KIND, _LABEL, _MEASURED, _PLACED = range(11)
-GRAPH_CALL = "CompiledFxGraph"  # a compiled graph call's region frame (records.region_name)
 # backward work with no forward op and no context of its own (gradient accumulation, DDP's reducer)
 NO_FORWARD_SCOPE = "backward without a forward op"
 
@@ -212,7 +211,7 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
                         fwd_seq[sq] = node
                         if is_bw_thread:
                             fwd_seq_from_bw.add(sq)
-                    if k == K_REGION and placer is not None and frames[label].name.startswith(GRAPH_CALL):
+                    if k == K_REGION and placer is not None and frames[label].name == GRAPH_CALL:
                         placer.enter_graph()
                 if k == K_OP:
                     if ext[i] >= 0:

@@ -77,9 +77,20 @@ def host_kind(base: Kind, name: str) -> Kind:
     return base
 
 
-def region_name(name: str) -> str:
-    """``## Call CompiledFxGraph fp5r... ##`` -> ``CompiledFxGraph fp5r...``; others unchanged."""
+TORCH_REGION = "Torch-Compiled Region"  # one torch.compile'd frame's call; ids: its frame/compile id "0/1"
+GRAPH_CALL = "CompiledFxGraph"  # one compiled graph's call; ids: its cache key
+
+
+def region_name(name: str) -> tuple[str, str]:
+    """A region's name and ids: ``Torch-Compiled Region: 0/1`` -> (``Torch-Compiled Region``, ``0/1``),
+    ``## Call CompiledFxGraph fp5r... ##`` -> (``CompiledFxGraph``, ``fp5r...``); others have no ids."""
     if name.startswith("## ") and name.endswith("##"):
-        inner = name[3:-2].strip()
-        return inner.removeprefix("Call ").strip()
-    return name
+        name = name[3:-2].strip().removeprefix("Call ").strip()
+        head, _, key = name.partition(" ")
+        if head == GRAPH_CALL:
+            return head, key.strip()
+        return name, ""
+    head, sep, ids = name.partition(": ")
+    if sep and head == TORCH_REGION:
+        return head, ids.strip()
+    return name, ""

@@ -136,7 +136,7 @@ class EventTables:
         (one op frame; the X op recorded inside it folds into it)."""
         kind = host_kind(base, name)
         if kind is Kind.REGION:
-            return kind, self.frame(Frame.region(region_name(name)))
+            return kind, self.frame(Frame.region(*region_name(name)))
         if kind is Kind.OP:
             if name.startswith(BACKWARD_PREFIX):
                 label = self.frame(Frame.op(name[len(BACKWARD_PREFIX) :]))

@@ -48,7 +48,7 @@ _FLOPS_WIDTH = re.compile(r"^flops(\d+)$")
 LAUNCH_METADATA = "__proton_launch_metadata"  # triton.profiler.hook.COMPUTE_METADATA_SCOPE_NAME
 _KINDS = {k.value: k for k in FrameKind}
 # frame fields a kernelscope-written literal carries (see render/exporters/_tree.frame_fields)
-_FIELDS = {"file": str, "line": int, "cls": str, "module": str, "device": str, "stream": int}
+_FIELDS = {"file": str, "line": int, "cls": str, "module": str, "device": str, "stream": int, "ids": str}
 
 
 def sniff_proton(path: str, head: bytes) -> bool:

@@ -40,7 +40,8 @@ class Frame:
     region, op or kernel name; for a ``part`` it is the original op.
     ``file``/``line`` locate python frames and parts; ``cls`` is a module's
     class; ``module`` is the module path a ``part`` came from;
-    ``device``/``stream`` place a kernel.
+    ``device``/``stream`` place a kernel; ``ids`` identify a region's instance (a torch.compile
+    region's frame/compile id ``0/1``, a compiled graph's cache key), so that nobody parses names.
     """
 
     kind: FrameKind
@@ -51,6 +52,7 @@ class Frame:
     module: str = ""
     device: str = ""
     stream: int = -1
+    ids: str = ""
 
     # --- constructors -------------------------------------------------
     @staticmethod
@@ -70,8 +72,8 @@ class Frame:
         return Frame(FrameKind.MODULE, path, cls=cls)
 
     @staticmethod
-    def region(name: str) -> Frame:
-        return Frame(FrameKind.REGION, name)
+    def region(name: str, ids: str = "") -> Frame:
+        return Frame(FrameKind.REGION, name, ids=ids)
 
     @staticmethod
     def backward() -> Frame:
@@ -107,7 +109,7 @@ class Frame:
         if k is FrameKind.SCOPE:
             return f"[{self.name}]"
         if k is FrameKind.REGION:
-            return f"<{self.name}>"
+            return f"<{self.name}: {self.ids}>" if self.ids else f"<{self.name}>"
         return self.name
 
     def to_json(self) -> dict[str, Any]:
@@ -133,6 +135,7 @@ _DEFAULTS: dict[str, Any] = {
     "module": "",
     "device": "",
     "stream": -1,
+    "ids": "",
 }
 
 ROOT = Frame(FrameKind.ROOT)

@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ...attribute.records import TORCH_REGION, region_name
 from ...model import FrameKind, Profile
-
-REGION_PREFIX = "Torch-Compiled Region: "
 
 
 def compile_metadata(profile: Profile) -> dict[str, Any]:
@@ -41,10 +40,12 @@ def compiled_regions(profile: Profile) -> list[RegionNode]:
 
 def _region_ids(profile: Profile, node: int) -> tuple[int, int] | None:
     frame = profile.frame_of(node)
-    if frame.kind is not FrameKind.REGION or not frame.name.startswith(REGION_PREFIX):
+    if frame.kind is not FrameKind.REGION:
         return None
-    text = frame.name[len(REGION_PREFIX) :].strip()
-    parts = text.split("/")
+    name, ids = (frame.name, frame.ids) if frame.ids else region_name(frame.name)  # (files before ids)
+    if name != TORCH_REGION:
+        return None
+    parts = ids.split("/")
     if len(parts) != 2 or not all(p.isdigit() for p in parts):
         return None
     return int(parts[0]), int(parts[1])
