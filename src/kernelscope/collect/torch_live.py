@@ -15,10 +15,11 @@ import time
 from collections import defaultdict, deque
 from typing import TYPE_CHECKING, Any
 
-from ..attribute.shapes import extrapolate_costs
+from ..attribute.shapes import MEMORY_METRICS, SHAPE_METRICS, extrapolate_allocations, extrapolate_costs, snapshot
 from ..model import Profile, ProfileBuilder, TimelineBuilder
 from ..model.profile import prune_empty
 from ._process import _git_commit, _quiet_fd, _sigint_deferred
+from .budget import GRACE_SECONDS_DEFAULT, MAX_OVERHEAD_DEFAULT, Ledger, OverheadBudget
 from .compile.watch import CompileWatch
 from .modules import ModuleRegistry
 from .notes import session_notes, start_compile_capture
@@ -31,6 +32,9 @@ if TYPE_CHECKING:
     from .torch_lines import Counter, LineMode, OperatorLines
 
 PROFILE_MEMORY_DEFAULT = True
+# Allocation events are ~40% of a window's fold: like shapes, recorded in the first window only by default
+# (later calls of a context get its alloc_bytes per call); None follows --shapes ("all" -> all).
+MEMORY_MODES = ("sample", "all", "off")
 RECORD_FROM = ("start", "first-call")
 # Fold as the run goes: a window is folded and a new one opened after this long or this many
 # torch calls (checked every FOLD_CHECK_CALLS torch calls, at module calls and at step()).
@@ -51,8 +55,9 @@ class Session:
     tree and dropped when it closes, so memory holds the tree, not the events. Windows open and close
     only at safe points (safepoint.py): at ``step()``, at ``nn.Module`` calls and at torch calls from
     Python (seen through the LineMode). A window is closed and a new one opened when it has run
-    ``fold_seconds`` or seen ``fold_calls`` torch calls, when the shape-recording window is over, and
-    where the plan (skip_first, schedule, steps, duration) says recording stops or starts.
+    ``fold_seconds`` or seen ``fold_calls`` torch calls, when the sampling window (shapes, allocations) is
+    over, and where the plan (skip_first, schedule, steps, duration) says recording stops or starts. After a
+    fold, the overhead budget (budget.py) may hold the next window back until the run has caught up.
     """
 
     def __init__(
@@ -61,6 +66,9 @@ class Session:
         shapes: str = "sample",
         shape_seconds: float = SHAPE_SECONDS_DEFAULT,
         profile_memory: bool = PROFILE_MEMORY_DEFAULT,
+        memory: str | None = None,
+        max_overhead: float | None = None,
+        grace_seconds: float = GRACE_SECONDS_DEFAULT,
         skip_first: int = 0,
         compile_capture: bool = True,
         argv: list[str] | None = None,
@@ -73,15 +81,24 @@ class Session:
             raise ValueError(f"shapes must be one of {', '.join(SHAPE_MODES)}, not {shapes!r}")
         if record_from not in RECORD_FROM:
             raise ValueError(f"record_from must be one of {', '.join(RECORD_FROM)}, not {record_from!r}")
+        if memory is None:
+            memory = "off" if not profile_memory else "all" if shapes == "all" else "sample"
+        if memory not in MEMORY_MODES:
+            raise ValueError(f"memory must be one of {', '.join(MEMORY_MODES)}, not {memory!r}")
         self.shapes = shapes
+        self.memory = memory
         self.shape_seconds = shape_seconds
-        self._shapes_sampled = False  # the shape-recording window is over
+        self._shapes_sampled = False  # the sampling window (shapes, allocations) is over
         self._window_shapes = False
+        self._window_memory = False
         self._window_start = 0.0
         self._window_calls = 0
         self._shaped: dict[str, dict[int, float]] = {}
-        self.profile_memory = profile_memory
+        self.profile_memory = memory != "off"
         self.plan = plan if plan is not None else Plan(skip_first=skip_first)
+        if max_overhead is None:  # an explicit plan records what it asks for
+            max_overhead = 0.0 if self.plan.explicit else MAX_OVERHEAD_DEFAULT
+        self.budget = Ledger(OverheadBudget(max_overhead, grace_seconds))
         self.record_from = record_from
         self._armed = record_from == "first-call"  # waiting for the program's own first op or module call
         self.fold_seconds = fold_seconds
@@ -157,6 +174,7 @@ class Session:
         """Mark a step boundary: the plan counts steps; a due fold happens here."""
         if self._prof is not None:
             self.recorded_steps += 1
+        self.budget.step()
         self.steps += 1
         self._armed = False
         self._checkpoint()
@@ -202,7 +220,11 @@ class Session:
         seconds = self.recorded_seconds
         if self._prof is not None:
             seconds += time.perf_counter() - self._window_start
-        return self.plan.wants(self.steps, self.recorded_steps, seconds)
+        if not self.plan.wants(self.steps, self.recorded_steps, seconds):
+            self.budget.release()
+            return False
+        # the budget is asked only between windows: it never cuts one short
+        return self._prof is not None or self.budget.may_open(self.recorded_seconds, self.steps)
 
     def _checkpoint(self) -> None:
         """A point between ops (module call, torch call, step): open, close or turn over a window."""
@@ -220,7 +242,7 @@ class Session:
 
     def _fold_due(self) -> bool:
         elapsed = time.perf_counter() - self._window_start
-        if self._window_shapes and self.shapes == "sample" and elapsed >= self.shape_seconds:
+        if self._window_sample and elapsed >= self.shape_seconds:
             return True
         calls = self.calls.calls - self._window_calls if self.calls is not None else 0
         return elapsed >= self.fold_seconds or calls >= self.fold_calls
@@ -239,6 +261,8 @@ class Session:
             with _sigint_deferred():
                 if close:
                     self._close_window(clean=True)
+                    if not self._wanted():  # the overhead budget holds the next window back
+                        return
                 self._open_window()
         finally:
             self._busy = False
@@ -251,12 +275,15 @@ class Session:
         self._cuda = torch.cuda.is_available()
         if self._cuda:
             activities.append(ProfilerActivity.CUDA)
-        self._window_shapes = self.shapes == "all" or (self.shapes == "sample" and not self._shapes_sampled)
+        t0 = time.perf_counter()
+        sample = not self._shapes_sampled
+        self._window_shapes = self.shapes == "all" or (self.shapes == "sample" and sample)
+        self._window_memory = self.memory == "all" or (self.memory == "sample" and sample)
         with _quiet_fd(2):
             prof = profile(
                 activities=activities,
                 record_shapes=self._window_shapes,
-                profile_memory=self.profile_memory,
+                profile_memory=self._window_memory,
                 with_stack=True,
                 with_modules=True,
             )
@@ -268,6 +295,7 @@ class Session:
         self._prof = prof
         self.windows += 1
         self._window_start = time.perf_counter()
+        self.budget.charge(self._window_start - t0)
         self._window_calls = self.calls.calls if self.calls is not None else 0
 
     def _close_window(self, clean: bool = False) -> None:
@@ -278,20 +306,31 @@ class Session:
             return
         self._prof = None
         self._clean_close = clean
-        self.recorded_seconds += time.perf_counter() - self._window_start
+        start = time.perf_counter()
+        self.recorded_seconds += start - self._window_start
         with _quiet_fd(2):
             prof.__exit__(None, None, None)
         t0 = time.perf_counter()
         self._fold(prof)
-        if self._window_shapes and self.shapes == "sample":
+        if self._window_sample:
             self._shapes_sampled = True
-            self._shaped = {m: dict(self.builder.metric_values(m)) for m in ("count", "flops", "bytes")}
+            self._shaped = snapshot(self.builder, self._sampled_metrics())
         # the profiler object sits in reference cycles with its results: break what we can and collect
         # the rest here, not in a later timed step (without the collection peak memory grows with the run)
         prof.profiler = None
         del prof
         gc.collect()
-        self.fold_time += time.perf_counter() - t0
+        end = time.perf_counter()
+        self.fold_time += end - t0
+        self.budget.charge(end - start)
+
+    @property
+    def _window_sample(self) -> bool:
+        """This window samples what later windows leave out (shapes, allocations)."""
+        return not self._shapes_sampled and (self.shapes == "sample" or self.memory == "sample")
+
+    def _sampled_metrics(self) -> tuple[str, ...]:
+        return (SHAPE_METRICS if self.shapes == "sample" else ()) + (MEMORY_METRICS if self.memory == "sample" else ())
 
     def scope_enter(self, name: str, metrics: dict[str, float] | None) -> bool:
         if not self.active:
@@ -304,6 +343,7 @@ class Session:
             with _sigint_deferred():
                 self._close_window()
             self._finalized = True
+            self.budget.end()
             if self.lines is not None:
                 self.lines.__exit__(None, None, None)  # type: ignore[no-untyped-call]
                 self.lines = None
@@ -335,10 +375,17 @@ class Session:
             ]
         metadata["warnings"] = list(self.warnings)
         timeline = self.timeline.build() if len(self.timeline) else None
-        if self._shaped:
-            metadata["shapes"] = extrapolate_costs(self.builder, self._shaped, self.shape_seconds)
-        else:
-            metadata["shapes"] = {"mode": self.shapes}
+        sampled = self._shaped
+        metadata["shapes"] = (
+            extrapolate_costs(self.builder, sampled, self.shape_seconds)
+            if sampled and self.shapes == "sample"
+            else {"mode": self.shapes}
+        )
+        metadata["memory"] = (
+            extrapolate_allocations(self.builder, sampled, self.shape_seconds)
+            if sampled and self.memory == "sample"
+            else {"mode": self.memory}
+        )
         for metric in ("time_ns", "cpu_time_ns", "count"):
             self.builder.ensure_metric(metric)
         return prune_empty(self.builder.build(metadata, timeline))
@@ -413,5 +460,6 @@ class Session:
                 "deferred_window_changes": self.deferred,
                 "paused_for_compiling": self.compile_pauses,
             },
+            "coverage": self.budget.coverage(self.recorded_seconds, self.recorded_steps, self.steps),
             "device_run": self._device_run,
         }
