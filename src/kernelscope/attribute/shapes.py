@@ -63,3 +63,15 @@ def extrapolate_allocations(
         "note": SAMPLE_NOTES["alloc_bytes"],
         "extrapolated_calls": extrapolate(builder, sampled, MEMORY_METRICS),
     }
+
+
+def extrapolate_sampled(
+    builder: ProfileBuilder, sampled: dict[str, dict[int, float]], shapes: str, memory: str, seconds: float
+) -> dict[str, Any]:
+    """The ``shapes`` and ``memory`` metadata of a live run, filling in what its sampling window left out."""
+    return {
+        "shapes": extrapolate_costs(builder, sampled, seconds) if sampled and shapes == "sample" else {"mode": shapes},
+        "memory": extrapolate_allocations(builder, sampled, seconds)
+        if sampled and memory == "sample"
+        else {"mode": memory},
+    }

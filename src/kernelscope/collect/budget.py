@@ -16,7 +16,7 @@ from typing import Any
 
 # Measured on benchmarks/bench_run.py (nanoGPT, 2-core CPU): see benchmarks/README.md, "overhead budget".
 MAX_OVERHEAD_DEFAULT = 0.1
-GRACE_SECONDS_DEFAULT = 2.0
+GRACE_SECONDS_DEFAULT = 3.0
 
 
 @dataclass(frozen=True)

@@ -7,25 +7,23 @@ each) that are folded into the calling-context tree as the run goes (see Session
 from __future__ import annotations
 
 import gc
-import os
-import platform
-import socket
 import sys
 import time
 from collections import defaultdict, deque
 from typing import TYPE_CHECKING, Any
 
-from ..attribute.shapes import MEMORY_METRICS, SHAPE_METRICS, extrapolate_allocations, extrapolate_costs, snapshot
+from ..attribute.shapes import MEMORY_METRICS, SHAPE_METRICS, extrapolate_sampled, snapshot
 from ..model import Profile, ProfileBuilder, TimelineBuilder
 from ..model.profile import prune_empty
-from ._process import _git_commit, _quiet_fd, _sigint_deferred
+from ._process import _quiet_fd, _sigint_deferred
 from .budget import GRACE_SECONDS_DEFAULT, MAX_OVERHEAD_DEFAULT, Ledger, OverheadBudget
 from .compile.watch import CompileWatch
+from .live_metadata import session_metadata
 from .modules import ModuleRegistry
 from .notes import session_notes, start_compile_capture
 from .plan import Plan
 from .safepoint import RangeCounter, restart_is_safe
-from .torch_meta import is_device_event, torch_devices
+from .torch_meta import is_device_event
 from .userframes import is_program_file
 
 if TYPE_CHECKING:
@@ -216,6 +214,7 @@ class Session:
 
     def _wanted(self) -> bool:
         if self._armed or self._paused or self._finalized or self._compiling:
+            self.budget.release()  # held time is time the budget alone kept from recording
             return False
         seconds = self.recorded_seconds
         if self._prof is not None:
@@ -357,7 +356,7 @@ class Session:
             self.warnings.extend(
                 session_notes(self.plan.skip_first, self.steps, self.windows, self.events, self._armed)
             )
-        metadata = self._metadata()
+        metadata = session_metadata(self)
         if self._compile is not None:
             metadata["compile"] = self._compile.diagnostics()
             self.warnings.extend(self._compile.warnings)
@@ -375,17 +374,7 @@ class Session:
             ]
         metadata["warnings"] = list(self.warnings)
         timeline = self.timeline.build() if len(self.timeline) else None
-        sampled = self._shaped
-        metadata["shapes"] = (
-            extrapolate_costs(self.builder, sampled, self.shape_seconds)
-            if sampled and self.shapes == "sample"
-            else {"mode": self.shapes}
-        )
-        metadata["memory"] = (
-            extrapolate_allocations(self.builder, sampled, self.shape_seconds)
-            if sampled and self.memory == "sample"
-            else {"mode": self.memory}
-        )
+        metadata.update(extrapolate_sampled(self.builder, self._shaped, self.shapes, self.memory, self.shape_seconds))
         for metric in ("time_ns", "cpu_time_ns", "count"):
             self.builder.ensure_metric(metric)
         return prune_empty(self.builder.build(metadata, timeline))
@@ -427,39 +416,3 @@ class Session:
             fold_device_events(self.builder, self.timeline, self._walk_state.corr_node, device_events)
         self._walk_state.corr_node.clear()
         self._walk_state.next_window()
-
-    def _metadata(self) -> dict[str, Any]:
-        import torch
-
-        from .. import __version__
-
-        devices = torch_devices()
-        return {
-            "tool": "kernelscope",
-            "tool_version": __version__,
-            "source": {"format": "torch-live"},
-            "command": self.argv,
-            "start_time": self.start_time,
-            "host": socket.gethostname(),
-            "python": platform.python_version(),
-            "frameworks": {"torch": torch.__version__},
-            "devices": devices,
-            "rank": int(os.environ.get("RANK", "0")),
-            "world_size": int(os.environ.get("WORLD_SIZE", "1")),
-            "git_commit": _git_commit(),
-            "steps": self.steps,
-            "windows": self.windows,
-            "events": self.events,
-            "fold_seconds": self.fold_time,
-            "wall_ns": int(self.recorded_seconds * 1e9),  # wall time the recorded windows cover
-            "recording": {
-                "from": self.record_from,
-                "plan": self.plan.describe(),
-                "recorded_steps": self.recorded_steps,
-                "recorded_seconds": self.recorded_seconds,
-                "deferred_window_changes": self.deferred,
-                "paused_for_compiling": self.compile_pauses,
-            },
-            "coverage": self.budget.coverage(self.recorded_seconds, self.recorded_steps, self.steps),
-            "device_run": self._device_run,
-        }
