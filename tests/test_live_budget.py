@@ -235,3 +235,23 @@ def _op_allocs(p: Any) -> dict[str, float]:
         if f.kind is FrameKind.OP and alloc[n]:
             out[f.name] = out.get(f.name, 0.0) + float(alloc[n])
     return out
+
+
+@pytest.mark.slow
+def test_run_takes_the_budget_and_memory_options(tmp_path: Any) -> None:
+    pytest.importorskip("torch")
+    from kernelscope import load
+
+    def run(*options: str) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "kernelscope", "run", "--no-view", *options, "-o", str(tmp_path / "o.ksprof")]
+        script = str(REPO / "tests" / "fixtures" / "op_lines.py")
+        return subprocess.run([*cmd, script], capture_output=True, text=True, env=env_without_color(), cwd=tmp_path)
+
+    for bad in (["--max-overhead", "-1"], ["--max-overhead", "lots"], ["--memory", "some"]):
+        r = run(*bad)
+        assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = run("--max-overhead", "0.25", "--memory", "all")
+    assert r.returncode == 0, r.stderr
+    md = load(str(tmp_path / "o.ksprof")).metadata
+    assert md["coverage"]["max_overhead"] == 0.25 and md["memory"] == {"mode": "all"}
+    assert "overhead budget" not in r.stderr  # a short run is recorded whole
