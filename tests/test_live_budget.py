@@ -255,3 +255,29 @@ def test_run_takes_the_budget_and_memory_options(tmp_path: Any) -> None:
     md = load(str(tmp_path / "o.ksprof")).metadata
     assert md["coverage"]["max_overhead"] == 0.25 and md["memory"] == {"mode": "all"}
     assert "overhead budget" not in r.stderr  # a short run is recorded whole
+
+
+LAZY = """
+import sys
+import torch
+from kernelscope.collect.lazy_compile import LazyCompile
+
+original = torch.compile
+fired = []
+lazy = LazyCompile(lambda: fired.append(True))
+lazy.install()
+assert "torch._dynamo" not in sys.modules and not fired  # nothing imported for a program that never compiles
+f = torch.compile(lambda x: x + 1)
+assert fired == [True] and torch.compile is original  # hooked in before the first compilation, then gone
+assert callable(f)  # (not called: compiling takes ~20 s here)
+lazy.remove()
+assert torch.compile is original
+print("ok")
+"""
+
+
+@pytest.mark.slow
+def test_compile_capture_starts_only_when_the_program_compiles() -> None:
+    pytest.importorskip("torch")
+    r = subprocess.run([sys.executable, "-c", LAZY], capture_output=True, text=True, env=env_without_color(), cwd=REPO)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr

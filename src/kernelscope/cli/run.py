@@ -40,7 +40,7 @@ class RunCommand:
             default=None,
             metavar="FRACTION",
             help="keep folding at most FRACTION of the run's wall time, skipping windows when it would be more "
-            "(the first 3 s of recording are always kept); 0 records everything (default: 0.1, or 0 with "
+            "(the first 1.5 s of recording, in CPU time, are always kept); 0 records everything (default: 0.1, or 0 with "
             "--steps, --duration or --schedule)",
         )
         parser.add_argument(

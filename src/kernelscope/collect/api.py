@@ -58,7 +58,7 @@ def start(
     window ("all") or not at all ("off"); default: "all" with ``shapes="all"``, "off" with
     ``profile_memory=False``, else "sample".
     ``max_overhead``: keep the time spent stopping, folding and starting windows at most this fraction
-    of the wall time since recording began (after the first 3 s of recording, which are always kept):
+    of the wall time since recording began (after the first 1.5 s of recording, in CPU time, which are always kept):
     the next window waits until the run has caught up. 0: record everything. Default: 0.1, or 0 when
     ``steps``, ``duration`` or ``schedule`` is given. The profile's ``coverage`` metadata says what was
     recorded.

@@ -3,8 +3,9 @@ windows, and what the budget held back (the profile's ``coverage`` metadata).
 
 Continuous profilers keep their own cost under a fraction of the run's time; so does a session: after a
 window is folded, the next one opens only while the time spent on window changes so far is at most
-``fraction`` of the wall time since recording began. The first ``grace_seconds`` of recording are
-always kept, so a short run is recorded whole. ``fraction`` 0 turns the budget off.
+``fraction`` of the wall time since recording began. The first ``grace_seconds`` of recording (counted in
+the recording thread's CPU time, so that other processes on a busy machine do not shorten it) are always
+kept, so a short run is recorded whole. ``fraction`` 0 turns the budget off.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 # Measured on benchmarks/bench_run.py (nanoGPT, 2-core CPU): see benchmarks/README.md, "overhead budget".
 MAX_OVERHEAD_DEFAULT = 0.1
-GRACE_SECONDS_DEFAULT = 3.0
+GRACE_SECONDS_DEFAULT = 1.5
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class OverheadBudget:
 
     def allows(self, *, cost: float, elapsed: float, recorded: float) -> bool:
         """May a window open now? ``cost``: seconds spent changing windows so far; ``elapsed``: wall
-        seconds since recording began; ``recorded``: seconds recorded so far."""
+        seconds since recording began; ``recorded``: seconds recorded so far (the recording thread's CPU time)."""
         if self.fraction <= 0 or recorded < self.grace_seconds:
             return True
         return cost <= self.fraction * elapsed
@@ -92,13 +93,16 @@ class Ledger:
             self.release()
             self._ended = self.clock()
 
-    def coverage(self, recorded_seconds: float, recorded_steps: int, steps: int) -> dict[str, Any]:
+    def coverage(
+        self, recorded_seconds: float, recorded_steps: int, steps: int, recorded_cpu_seconds: float = 0.0
+    ) -> dict[str, Any]:
         """The ``coverage`` metadata: what was recorded of the run since recording began."""
         end = self._ended if self._ended is not None else self.clock()
         run = end - self.started if self.started is not None else 0.0
         return {
             "run_seconds": run,
             "recorded_seconds": recorded_seconds,
+            "recorded_cpu_seconds": recorded_cpu_seconds,
             "steps": max(steps - self.steps_before, 0) if self.started is not None else 0,
             "recorded_steps": recorded_steps,
             "max_overhead": self.budget.fraction,

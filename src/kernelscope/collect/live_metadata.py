@@ -46,6 +46,6 @@ def session_metadata(s: Session) -> dict[str, Any]:
             "deferred_window_changes": s.deferred,
             "paused_for_compiling": s.compile_pauses,
         },
-        "coverage": s.budget.coverage(s.recorded_seconds, s.recorded_steps, s.steps),
+        "coverage": s.budget.coverage(s.recorded_seconds, s.recorded_steps, s.steps, s.recorded_cpu_seconds),
         "device_run": s._device_run,
     }

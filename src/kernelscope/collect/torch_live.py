@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import threading
 import time
 from collections import defaultdict, deque
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from ..model.profile import prune_empty
 from ._process import _quiet_fd, _sigint_deferred
 from .budget import GRACE_SECONDS_DEFAULT, MAX_OVERHEAD_DEFAULT, Ledger, OverheadBudget
 from .compile.watch import CompileWatch
+from .lazy_compile import LazyCompile
 from .live_metadata import session_metadata
 from .modules import ModuleRegistry
 from .notes import session_notes, start_compile_capture
@@ -90,6 +92,7 @@ class Session:
         self._window_shapes = False
         self._window_memory = False
         self._window_start = 0.0
+        self._window_cpu = (0.0, 0)  # the recording thread's CPU time when the window opened, and that thread
         self._window_calls = 0
         self._shaped: dict[str, dict[int, float]] = {}
         self.profile_memory = memory != "off"
@@ -112,6 +115,7 @@ class Session:
         self.steps = 0
         self.recorded_steps = 0
         self.recorded_seconds = 0.0
+        self.recorded_cpu_seconds = 0.0  # the same windows in the recording thread's CPU time (the budget's grace)
         self.windows = 0
         self.deferred = 0  # window changes put off because the point was not safe
         self.start_time = time.time()
@@ -126,6 +130,7 @@ class Session:
         self._paused = False  # deactivate() from the API
         self._compiling = False  # torch.compile is compiling: not recorded (its events are huge)
         self._compile_watch: CompileWatch | None = None
+        self._lazy_compile = LazyCompile(self._start_compile_capture)
         self.compile_pauses = 0
         self._finalized = False
         self._busy = False  # inside a window change: hooks fired from it are ignored
@@ -138,10 +143,7 @@ class Session:
     def start(self) -> None:
         self.ranges.install()
         self.modules.install()
-        if self._want_compile:
-            self._compile = start_compile_capture(self.warnings)
-        self._compile_watch = CompileWatch(self._compile_started, self._compile_ended)
-        self._compile_watch.install()
+        self._lazy_compile.install()
         from .torch_lines import Counter, LineMode, OperatorLines
 
         self.calls = Counter(self._on_torch_call, every=1 if self._armed else FOLD_CHECK_CALLS)
@@ -151,6 +153,13 @@ class Session:
         self.lines.__enter__()  # type: ignore[no-untyped-call]
         if not self._armed:
             self._checkpoint()
+
+    def _start_compile_capture(self) -> None:
+        """The program is about to use torch.compile (lazy_compile.py)."""
+        if self._want_compile:
+            self._compile = start_compile_capture(self.warnings)
+        self._compile_watch = CompileWatch(self._compile_started, self._compile_ended)
+        self._compile_watch.install()
 
     @property
     def active(self) -> bool:
@@ -223,12 +232,14 @@ class Session:
             self.budget.release()
             return False
         # the budget is asked only between windows: it never cuts one short
-        return self._prof is not None or self.budget.may_open(self.recorded_seconds, self.steps)
+        return self._prof is not None or self.budget.may_open(self.recorded_cpu_seconds, self.steps)
 
     def _checkpoint(self) -> None:
         """A point between ops (module call, torch call, step): open, close or turn over a window."""
         if self._busy or self._finalized or (self._armed and self._prof is None):
             return
+        if not self._lazy_compile.done:
+            self._lazy_compile.poll()
         want = self._wanted()
         if self._prof is None:
             if want:
@@ -294,6 +305,7 @@ class Session:
         self._prof = prof
         self.windows += 1
         self._window_start = time.perf_counter()
+        self._window_cpu = (time.thread_time(), threading.get_ident())
         self.budget.charge(self._window_start - t0)
         self._window_calls = self.calls.calls if self.calls is not None else 0
 
@@ -307,6 +319,10 @@ class Session:
         self._clean_close = clean
         start = time.perf_counter()
         self.recorded_seconds += start - self._window_start
+        cpu, thread = self._window_cpu  # CPU time, so that a loaded machine does not shorten the grace
+        self.recorded_cpu_seconds += (
+            time.thread_time() - cpu if thread == threading.get_ident() else start - self._window_start
+        )
         with _quiet_fd(2):
             prof.__exit__(None, None, None)
         t0 = time.perf_counter()
@@ -351,6 +367,7 @@ class Session:
                 self.operators = None
             self.modules.remove()
             self.ranges.remove()
+            self._lazy_compile.remove()
             if self._compile_watch is not None:
                 self._compile_watch.remove()
             self.warnings.extend(
