@@ -1,11 +1,12 @@
-"""Start torch.compile's capture only when the program uses torch.compile.
+"""Start torch.compile's provenance capture only when the program uses torch.compile.
 
-Importing Dynamo and Inductor for the compile watch and provenance capture costs ~2 s of start-up on
-this 2-core VM, a tenth of a short run, paid even by programs that never compile. So a session hooks
-them in when Dynamo is about to be used: at ``torch.compile(...)`` (a thin wrapper on the public entry
-point, removed afterwards) or, for programs that import ``torch._dynamo`` themselves, at the next safe
-point after the import. Both come before the first compilation: Dynamo compiles a function at its
-first call, not when it is wrapped.
+The capture needs Inductor's ``compile_fx`` (~1.2 s to import on this 2-core VM, on top of the
+``torch._inductor`` package that torch.profiler's own start imports), paid even by programs that never
+compile. So a session hooks it in at ``torch.compile(...)`` (a thin wrapper on the public entry point,
+removed afterwards), which comes before the first compilation: Dynamo compiles a function at its first
+call, not when it is wrapped. Programs that call ``torch._dynamo.optimize`` directly get it when Dynamo
+starts its first compilation (the session's compile watch); when ``compile_fx`` is already imported as
+the session starts, at once.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ class LazyCompile:
         self.done = False
 
     def install(self) -> None:
-        if "torch._dynamo" in sys.modules:  # already imported (by the program or a library): now
+        if "torch._inductor.compile_fx" in sys.modules:  # already imported: nothing to save
             self.fire()
             return
         import torch
@@ -38,11 +39,6 @@ class LazyCompile:
 
         self._original, self._wrapper = original, compile
         torch.compile = compile  # type: ignore[assignment]
-
-    def poll(self) -> None:
-        """At a safe point: Dynamo imported without ``torch.compile`` (``torch._dynamo.optimize``, ...)."""
-        if not self.done and "torch._dynamo" in sys.modules:
-            self.fire()
 
     def fire(self) -> None:
         if self.done:
@@ -59,3 +55,14 @@ class LazyCompile:
         if torch.compile is self._wrapper:  # never undo a rebinding the program made after ours
             torch.compile = self._original
         self._original = self._wrapper = None
+
+
+def preimport_inductor() -> None:
+    """Import the ``torch._inductor`` package now: torch.profiler's start does (``hasattr(torch,
+    "_inductor")``, ~1.3 s), and it should not happen inside the program's first op."""
+    import importlib
+
+    try:
+        importlib.import_module("torch._inductor")
+    except Exception:  # the profiler will meet the same problem and handle it its way
+        return

@@ -19,7 +19,7 @@ from ..model.profile import prune_empty
 from ._process import _quiet_fd, _sigint_deferred
 from .budget import GRACE_SECONDS_DEFAULT, MAX_OVERHEAD_DEFAULT, Ledger, OverheadBudget
 from .compile.watch import CompileWatch
-from .lazy_compile import LazyCompile
+from .lazy_compile import LazyCompile, preimport_inductor
 from .live_metadata import session_metadata
 from .modules import ModuleRegistry
 from .notes import session_notes, start_compile_capture
@@ -143,6 +143,9 @@ class Session:
     def start(self) -> None:
         self.ranges.install()
         self.modules.install()
+        preimport_inductor()  # what torch.profiler's first start imports: not inside the program's first op
+        self._compile_watch = CompileWatch(self._compile_started, self._compile_ended)
+        self._compile_watch.install()
         self._lazy_compile.install()
         from .torch_lines import Counter, LineMode, OperatorLines
 
@@ -155,11 +158,13 @@ class Session:
             self._checkpoint()
 
     def _start_compile_capture(self) -> None:
-        """The program is about to use torch.compile (lazy_compile.py)."""
+        """The program is about to use torch.compile (lazy_compile.py): hook Dynamo and Inductor in, with
+        no window open (their imports would be recorded; stopping is always safe)."""
+        if self._prof is not None:
+            with _sigint_deferred():
+                self._close_window(clean=restart_is_safe(self.ranges))
         if self._want_compile:
             self._compile = start_compile_capture(self.warnings)
-        self._compile_watch = CompileWatch(self._compile_started, self._compile_ended)
-        self._compile_watch.install()
 
     @property
     def active(self) -> bool:
@@ -217,6 +222,7 @@ class Session:
         if self._prof is not None:
             self.compile_pauses += 1
             self._close_window()
+        self._lazy_compile.fire()  # torch._dynamo.optimize without torch.compile
 
     def _compile_ended(self) -> None:
         self._compiling = False
@@ -238,8 +244,6 @@ class Session:
         """A point between ops (module call, torch call, step): open, close or turn over a window."""
         if self._busy or self._finalized or (self._armed and self._prof is None):
             return
-        if not self._lazy_compile.done:
-            self._lazy_compile.poll()
         want = self._wanted()
         if self._prof is None:
             if want:
