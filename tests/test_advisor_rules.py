@@ -209,6 +209,8 @@ def test_planted_script_gives_one_finding_per_marked_line(tmp_path: Path) -> Non
         "dtype_round_trip": ns["ROUND_TRIP_LINE"],
         "single_tensor_optimizer": ns["FOREACH_LINE"],
         "recompile": ns["RECOMPILE_LINE"],
+        "data_source": ns["DATA_LINE"],
+        "graph_break": ns["BREAK_LINE"],
     }
     source = script.read_text().splitlines()
     marks = {
@@ -216,6 +218,8 @@ def test_planted_script_gives_one_finding_per_marked_line(tmp_path: Path) -> Non
         "unfused_elementwise": ".sigmoid()",
         "single_tensor_optimizer": "opt.step()",
         "dtype_round_trip": ".double().float()",
+        "data_source": "in batches(",
+        "graph_break": "print(",
     }
     for rule_name, code in {**marks, "recompile": "scaled(x"}.items():
         assert code in source[planted[rule_name] - 1], (rule_name, planted[rule_name])  # the markers are right

@@ -29,3 +29,14 @@ def test_ops_without_tensor_inputs_and_autograd_nodes_defer_to_their_inner_ops()
     assert op_bytes("aten::zeros", [[], [], []], [0, 0, 0]) is None
     assert op_bytes("AddmmBackward0", [[16, 32]], [4]) is None
     assert op_bytes("torch::autograd::AccumulateGrad", [[16, 32]], [4]) is None
+
+
+def test_flash_attention_kernels_read_their_own_layout() -> None:
+    from kernelscope.attribute.costs import op_flops
+
+    # SDPA takes (batch, heads, seq, dim); the flash kernel under it (batch, seq, heads, dim): same work
+    sdpa = op_flops("aten::_scaled_dot_product_flash_attention", [[2, 8, 128, 64], [2, 8, 256, 64], [2, 8, 256, 64]])
+    flash = op_flops("aten::_flash_attention_forward", [[2, 128, 8, 64], [2, 256, 8, 64], [2, 256, 8, 64]])
+    assert sdpa == flash == 4.0 * 2 * 8 * 128 * 256 * 64
+    grad = op_flops("aten::_flash_attention_backward", [[2, 128, 8, 64], [2, 128, 8, 64], [2, 256, 8, 64]])
+    assert grad == 2.5 * flash

@@ -230,6 +230,31 @@ def test_backward_ops_are_rehomed_under_their_forward_context(tmp_path: Path) ->
     assert p.metadata["import_warnings"] == {"backward ops without a matching forward op": 1}
 
 
+def test_a_backward_op_whose_forward_was_dropped_goes_where_its_neighbours_ran(tmp_path: Path) -> None:
+    # given a sampled trace: forward ops 10 and 12 of one module are kept, op 11 between them was dropped
+    fwd = {"tid": 1, "Fwd_thread_id": 0}
+    bwd = {"tid": 2, "Fwd_thread_id": 1}
+    events = [
+        X("python_function", "model.py(5): forward", 0, 100),
+        X("python_function", "nn.Module: Block_0", 5, 60),
+        X("cpu_op", "aten::mm", 10, 10, Sequence_number=10, **fwd),
+        X("cpu_op", "aten::gelu", 30, 10, Sequence_number=12, **fwd),
+        X("cpu_op", "aten::add", 70, 10, Sequence_number=13, **fwd),
+        X("cpu_op", "autograd::engine::evaluate_function: AddBackward0", 200, 10, Sequence_number=11, **bwd),
+        X("cpu_op", "autograd::engine::evaluate_function: MulBackward0", 220, 10, Sequence_number=14, **bwd),
+    ]
+    p = import_file(write(tmp_path, events))
+    paths = {p.frame_of(n).name: [f.label() for f in p.path(n)] for n in range(1, len(p))}
+    # then op 11 ran between ops 10 and 12, both inside Block_0: its backward goes there
+    assert paths["AddBackward0"] == ["model.py:5 forward", "Block_0 (Block)", "[backward]", "AddBackward0"]
+    # and op 14 comes after every kept forward op: nothing brackets it, it stays unmatched
+    assert paths["MulBackward0"][0] == "[backward without a forward op]"
+    assert p.metadata["import_warnings"] == {
+        "backward ops whose forward op is not in the trace, placed by the forward ops around it": 1,
+        "backward ops without a matching forward op": 1,
+    }
+
+
 def test_an_event_ending_after_its_parent_is_clipped_not_unnested(tmp_path: Path) -> None:
     events = [
         X("python_function", "main.py(1): run", 0, 100),
@@ -321,7 +346,7 @@ def test_metadata(tmp_path: Path) -> None:
     assert meta["source"]["format"] == "kineto"
     assert meta["source"]["path"] == path
     assert (meta["rank"], meta["world_size"], meta["schemaVersion"], meta["baseTimeNanoseconds"]) == (3, 8, 1, 5)
-    assert meta["deviceProperties"] == [{"id": 0, "name": "H100"}]
+    assert meta["devices"] == [{"id": "cuda:0", "type": "cuda", "index": 0, "name": "H100"}]  # the one device shape
     assert meta["trace_start_ns"] == 0
 
 
@@ -438,7 +463,7 @@ def test_owlv2_facts() -> None:
     assert tl is not None
     # 80 cudaStreamSynchronize + 2 cudaDeviceSynchronize
     assert int(np.count_nonzero(tl.category == Category.SYNC)) == 82
-    assert p.metadata["deviceProperties"][0]["name"] == "NVIDIA H100 80GB HBM3"
+    assert p.metadata["devices"][0]["name"] == "NVIDIA H100 80GB HBM3"
 
 
 @pytest.mark.traces

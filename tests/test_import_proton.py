@@ -60,8 +60,9 @@ def test_proton_literal_becomes_the_same_tree(tmp_path: Path) -> None:
             ("scope", "[train_step]", {}, [("kernel", "add_kernel", {"time_ns": 500.0, "count": 1.0}, [])]),
         ],
     )  # fmt: skip
+    # Proton's device_info in the one device shape (model.devices)
     assert p.metadata["devices"] == [
-        {"device": "cuda:0", "type": "CUDA", "index": 0, "arch": "90", "num_sms": 132, "clock_rate": 1755000}
+        {"id": "cuda:0", "type": "cuda", "index": 0, "arch": "sm_90", "sms": 132, "clock_khz": 1755000}
     ]
     assert p.metadata["source"]["format"] == "proton"
     assert find_importer(path).name == "proton"
@@ -170,7 +171,7 @@ def test_proton_file_imports_as_proton_viewer_reads_it(tmp_path: Path) -> None:
         ("ROOT",): 2000.0, ("ROOT", "model.py:forward@12"): 2000.0, ("ROOT", "model.py:forward@12", "matmul_kernel"): 2000.0,
     }  # fmt: skip
     assert p.total("flops8") == 10 and p.total("flops16") == 7 and p.total("flops") == 17
-    assert p.metadata["devices"][0]["bus_width"] == 5120
+    assert p.metadata["devices"][0]["bus_bits"] == 5120
     assert _viewer_by_path(path, "time (ns) (inc)") == _ours_by_path(p, "time_ns")
 
 

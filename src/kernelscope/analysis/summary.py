@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..model import FrameKind, Profile
+from ..model.devices import devices_of
 
 
 @dataclass(frozen=True)
@@ -44,19 +45,14 @@ def _date(md: dict[str, Any]) -> str | None:
 
 def _devices(md: dict[str, Any]) -> tuple[str, ...]:
     names: list[str] = []
-    for d in md.get("devices") or []:
-        if isinstance(d, dict):
-            name = str(d.get("name") or "")
-            if d.get("type") == "cpu":
-                cores = d.get("cores")
-                name = f"cpu {name or 'device'}" + (f" ({cores} cores)" if cores else "")
-            elif not name:
-                vendor = d.get("device_vendor")
-                name = f"{vendor} GPU" if vendor else str(d.get("type") or d.get("device") or "device")
-            names.append(name)
-    props = md.get("deviceProperties")
-    if isinstance(props, list):
-        names.extend(str(d.get("name")) for d in props if isinstance(d, dict) and d.get("name"))
+    for d in devices_of(md):
+        name = d.name
+        if d.type == "cpu":
+            name = f"cpu {name or 'device'}" + (f" ({d.cores} cores)" if d.cores else "")
+        elif not name:
+            vendor = d.get("device_vendor")
+            name = f"{vendor} GPU" if vendor else d.type or d.id
+        names.append(name)
     # one entry per kind of device: "NVIDIA B200 ×8"
     return tuple(f"{n} ×{names.count(n)}" if names.count(n) > 1 else n for n in dict.fromkeys(names))
 
@@ -159,12 +155,7 @@ def device_names(profile: Profile) -> dict[str, str]:
     tl = profile.timeline
     if tl is None:
         return {}
-    props = profile.metadata.get("deviceProperties")
-    by_id: dict[int, str] = {}
-    if isinstance(props, list):
-        for d in props:
-            if isinstance(d, dict) and isinstance(d.get("id"), int) and d.get("name"):
-                by_id[d["id"]] = str(d["name"])
+    by_id = {d.index: d.name for d in devices_of(profile.metadata) if d.type == "cuda" and d.index >= 0 and d.name}
     out: dict[str, str] = {}
     for dev in {t.device for t in tl.tracks}:
         rank, _, local = dev.rpartition("/")

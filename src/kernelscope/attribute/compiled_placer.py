@@ -1,4 +1,4 @@
-"""Bridges the live tree walk and torch.compile provenance: an Inductor kernel met in the event tree
+"""Bridges the engine (attribute.engine, live runs) and torch.compile provenance: an Inductor kernel met in the event tree
 is placed under the lines and modules of the FX nodes it fused (build.compiled), not under the
 generated wrapper."""
 
@@ -21,9 +21,9 @@ class CapturePlacer:
     def enter_graph(self) -> None:
         self.calls.clear()
 
-    def place(
-        self, name: str, backward: bool, ctx: int, builder: ProfileBuilder, metrics: dict[str, float], as_op: bool
-    ) -> int | None:
+    def begin(self, name: str, backward: bool, ctx: int, builder: ProfileBuilder) -> tuple[int, Any] | None:
+        """The node of a compiled kernel (under the lines it fused, from ``ctx``), and a token for
+        ``finish``; None for an eager op."""
         in_region, compile_id = _region_of(builder, ctx)
         if not (in_region or backward or name.startswith("graph_")):
             return None  # eager op: not ours
@@ -32,14 +32,19 @@ class CapturePlacer:
         if origins is None:
             return None
         self.calls[key] += 1
-        kernel = Frame.op(name) if as_op else Frame.kernel(name, "cpu")
-        kernel_node = None
+        # an extern call (aten::mm from the graph's wrapper) stays an op; a generated kernel is a kernel
+        kernel = Frame.op(name) if "::" in name else Frame.kernel(name, "cpu")
+        path = next(iter(place_compiled_kernel(kernel, origins, {})))[0]
+        node = builder.path(path[: path.index(kernel) + 1], start=ctx)
+        return node, (kernel, origins, ctx)
+
+    def finish(self, token: Any, metrics: dict[str, float], builder: ProfileBuilder) -> None:
+        """Add the kernel's measured metrics: on the kernel, split over its parts when it fused several lines."""
+        kernel, origins, ctx = token
         for path, values in place_compiled_kernel(kernel, origins, metrics):
             at = path.index(kernel) + 1
             node = builder.path(path[:at], start=ctx)
-            kernel_node = node
             builder.add_many(builder.path(path[at:], start=node), values)
-        return kernel_node
 
 
 def _region_of(builder: ProfileBuilder, node: int) -> tuple[bool, str | None]:

@@ -119,6 +119,20 @@ def _sdpa_backward(shapes: Sequence[Any], concrete: Sequence[Any]) -> float:
     return 2.5 * _sdpa(shapes[1:3], ())  # (grad_out, q, k, ...): dQ, dK, dV and the recompute
 
 
+def _flash(shapes: Sequence[Any], concrete: Sequence[Any]) -> float:
+    """``_flash_attention_forward(q, k, ...)``: q is (batch, seq, heads, dim), unlike SDPA's (batch, heads,
+    seq, dim): the kernel-level ops see the transposed layout."""
+    q, k = _shape(shapes, 0), _shape(shapes, 1)
+    if q is None or k is None or len(q) != 4 or len(k) != 4:
+        return _sdpa(shapes, concrete)
+    b, lq, h, d = q
+    return 4.0 * b * h * lq * k[1] * d
+
+
+def _flash_backward(shapes: Sequence[Any], concrete: Sequence[Any]) -> float:
+    return 2.5 * _flash(shapes[1:3], ())  # (grad_out, q, k, ...)
+
+
 FLOP_RULES: dict[str, Rule] = {
     "aten::mm": _mm,
     "aten::addmm": _addmm,
@@ -137,11 +151,11 @@ FLOP_RULES: dict[str, Rule] = {
     "aten::_scaled_dot_product_flash_attention": _sdpa,
     "aten::_scaled_dot_product_efficient_attention": _sdpa,
     "aten::_scaled_dot_product_cudnn_attention": _sdpa,
-    "aten::_flash_attention_forward": _sdpa,
+    "aten::_flash_attention_forward": _flash,
     "aten::_scaled_dot_product_flash_attention_for_cpu_backward": _sdpa_backward,
     "aten::_scaled_dot_product_flash_attention_backward": _sdpa_backward,
     "aten::_scaled_dot_product_efficient_attention_backward": _sdpa_backward,
-    "aten::_flash_attention_backward": _sdpa_backward,
+    "aten::_flash_attention_backward": _flash_backward,
 }
 
 

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..model import Category, Frame, Track
+from ..model import Category, Frame
 from ..model.timeline import LINKED
 from .records import Kind
 from .spill import I64
-from .stores import _BLOCK, _Joined, _Launches, _Rows, _Tree
-from .tables import EventTables
+from .stores import _BLOCK, _Joined, _Launches
+
+if TYPE_CHECKING:
+    from .engine import Attributor
 
 UNLINKED_SCOPE = "launched before trace"
 _DEVICE_CATEGORY = {
@@ -23,14 +26,7 @@ _DEVICE_CATEGORY = {
 }
 
 
-def _join_device(
-    tables: EventTables,
-    tree: _Tree,
-    rows: _Rows,
-    launches: _Launches,
-    ext_nodes: dict[int, int],
-    warnings: Counter[str],
-) -> tuple[defaultdict[int, float], list[Track]]:
+def _join_device(engine: Attributor, launches: _Launches, ext_nodes: dict[int, int]) -> defaultdict[int, float]:
     """Kernels, copies and sets under the context of the runtime call that launched them.
 
     A sort-merge join on disk: the device events (runs sorted by correlation) against the launches
@@ -38,10 +34,11 @@ def _join_device(
     rows go to runs sorted by file position; kernel nodes are made in the order of the first device
     event of each (context, kernel), i.e. exactly as one pass over the events in file order would.
     """
+    tables, tree, rows, warnings = engine.tables, engine.tree, engine.rows, engine.warnings
     time_ns: defaultdict[int, float] = defaultdict(float)
     d = tables.device
     if len(d) == 0:
-        return time_ns, []
+        return time_ns
     joined = _Joined(tables.temp)
     try:
         first_of, pairs, n_unlinked = _merge_join(d.windows(window_rows=_BLOCK), launches, ext_nodes, joined)
@@ -65,10 +62,7 @@ def _join_device(
         del first_of
 
         # stream tracks: one per (device, stream), in sorted order
-        pair_list = sorted(pairs)
-        track_of = {p: i for i, p in enumerate(pair_list)}
-        base = len(tables.threads)
-        stream_tracks = [Track(f"stream {s}", f"cuda:{dv}", "stream") for dv, s in pair_list]
+        track_of = {p: engine.track("stream", p[0], p[1]) for p in sorted(pairs)}
 
         nn = len(tree.b)
         totals = np.zeros(nn, np.float64)
@@ -91,7 +85,7 @@ def _join_device(
                 np.stack(
                     [
                         nodes,
-                        lut[inverse.reshape(-1)] + base,
+                        lut[inverse.reshape(-1)],
                         w[:, 2],
                         durs,
                         cat,
@@ -108,7 +102,7 @@ def _join_device(
     b = tree.b
     for node in np.nonzero(calls)[0].tolist():
         b.add(node, "count", float(calls[node]))
-    return time_ns, stream_tracks
+    return time_ns
 
 
 def _merge_join(

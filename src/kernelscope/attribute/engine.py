@@ -1,276 +1,164 @@
-"""Joins and the calling-context tree: compact event tables -> Profile.
+"""The one attribution engine: the normalised records (``tables``) -> a calling-context tree.
 
-1. Host events are sorted by (thread, start, longest first, outer kind first) and swept with a
-   stack per thread: nesting is time containment (an event that starts inside another but ends after
-   it is clipped to it and counted, so that one skewed event cannot unnest everything after it). Each op, user python frame, module, scope and
-   region becomes a frame under the innermost enclosing one; ``ProfilerStep#N`` is hoisted to the
-   top of the path; runtime calls take the node of the innermost enclosing frame (their context).
-2. Backward: on threads that run autograd (ops carrying ``Fwd thread id`` > 0), the outermost op
-   with sequence number *s* is re-homed under the forward context of the last forward op with the
-   same *s* (its path above the first op frame: user lines and modules) inside a ``backward`` frame.
-   Unmatched backward work stays on its thread, under a top-level ``backward`` frame.
-3. Device events join their runtime call by ``correlation`` (a sort-merge join of spilled runs, see
-   ``_join_device``), and become kernel frames under the call's context. Unmatched ones (launched
-   before the trace) go under ``[launched before trace]``.
+Every source goes through it: Kineto chrome traces (importers/kineto) in one fold, live torch runs
+(collect/torch_events) one window at a time. The rules, one module each:
 
-Metrics: ``cpu_time_ns`` is host self time (an event's duration minus its direct children's);
-``time_ns`` is device time on kernel nodes, or on CPU-only traces the self time of ops; ``count``
-is calls per node; ``flops`` is put on the innermost op that has a FLOP rule; ``alloc_bytes`` on the
-innermost context of each positive ``[memory]`` event.
+1. Nesting by time per thread (``nesting``): records sorted by (thread, start, longest first, outer
+   kind first) and swept with a stack; an event that starts inside another but ends after it is
+   clipped to it (one skewed event cannot unnest everything after it). Ops, user python frames,
+   modules, scopes and regions become frames under the innermost enclosing one; ``ProfilerStep#N``
+   is hoisted to the top of its path; runtime calls take their context's node.
+2. Backward (``nesting``): an autograd op (``Fwd thread id`` > 0, or ``evaluate_function: X``) with
+   sequence number *s* goes under the forward context of the forward op *s* (the last two folds' ops),
+   inside a ``backward`` frame; when that op is not in the trace, under the common context of the
+   forward ops around *s*; else under ``[backward without a forward op]``. Compiled kernels go where
+   the placer (torch.compile provenance, live runs) says.
+3. Device events join their launch by correlation (``device_join``: a sort-merge join of spilled
+   runs) and become kernel frames under its context; unmatched ones (launched before the trace) go
+   under ``[launched before trace]``.
+
+Metrics: ``cpu_time_ns`` is host self time (an event's duration minus its direct children's) of every
+frame; ``time_ns`` is device time on kernel nodes, or with no device activity the self time of ops;
+``count`` is the calls of the frame itself; ``flops`` on the innermost op that has a FLOP rule;
+``bytes`` on the outermost op that recorded tensor inputs (``costs``); ``alloc_bytes`` on the
+innermost context of each allocation.
 """
 
 from __future__ import annotations
 
-import array
 from collections import Counter, defaultdict
-from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
-import numpy as np
-
-from ..model import Category, Frame, Profile, Track
+from ..model import Profile, ProfileBuilder, Track
 from .device_join import UNLINKED_SCOPE, _join_device
-from .records import Kind
-from .stores import _BLOCK, _Launches, _OpIds, _Rows, _timeline, _Tree
-from .tables import EventTables, HostTable
+from .nesting import NO_FORWARD_SCOPE, _sweep_host
+from .stores import _Launches, _Rows, _timeline, _Tree
+from .tables import EventTables
 
-__all__ = ["NO_FORWARD_SCOPE", "UNLINKED_SCOPE", "build_profile"]
+__all__ = ["NO_FORWARD_SCOPE", "UNLINKED_SCOPE", "Attributor", "build_profile"]
 
-# backward work with no forward op and no context of its own (gradient accumulation, DDP's reducer)
-# stack entry fields
-_END, _NODE, _DUR, _CHILD, _FLOPS, _CHILD_FLOPS, _BW, _KIND, _LABEL, _MEASURED = range(10)
 
-NO_FORWARD_SCOPE = "backward without a forward op"
+class Placer(Protocol):
+    """Places a compiled graph's kernel under the lines it fused (live runs with torch.compile
+    provenance; see ``compiled_placer``). ``begin`` is asked for every outermost op of a region
+    or backward; it returns the node to attribute the call to, or None (not a compiled kernel)."""
+
+    def begin(self, name: str, backward: bool, ctx: int, builder: ProfileBuilder) -> tuple[int, Any] | None: ...
+
+    def finish(self, token: Any, metrics: dict[str, float], builder: ProfileBuilder) -> None: ...
+
+    def enter_graph(self) -> None: ...
 
 
 def build_profile(tables: EventTables, metadata: dict[str, Any], warnings: Counter[str]) -> Profile:
-    tree = _Tree(tables.frames)
-    rows = _Rows(tables.temp)
-    cpu_time: defaultdict[int, float] = defaultdict(float)
-    op_time: defaultdict[int, float] = defaultdict(float)
-    count: defaultdict[int, float] = defaultdict(float)
-    flops: defaultdict[int, float] = defaultdict(float)
-    alloc: defaultdict[int, float] = defaultdict(float)
-    nbytes: defaultdict[int, float] = defaultdict(float)
-    launches = _Launches(tables.temp)
-    try:
-        ext_nodes = _sweep_host(tables, tree, rows, launches, cpu_time, op_time, count, flops, alloc, nbytes, warnings)
-        cpu_only = len(tables.device) == 0
-        time_ns, stream_tracks = _join_device(tables, tree, rows, launches, ext_nodes, warnings)
-    finally:
-        launches.close()
-    if cpu_only:
-        time_ns = op_time
-    b = tree.b
-    for name, col in (
-        ("time_ns", time_ns),
-        ("cpu_time_ns", cpu_time),
-        ("count", count),
-        ("flops", flops),
-        ("bytes", nbytes),
-        ("alloc_bytes", alloc),
-    ):
-        if col or name in ("time_ns", "count"):
-            b.ensure_metric(name)
-        for node, value in col.items():
-            if value:
-                b.add(node, name, value)
-    timeline = _timeline(_thread_tracks(tables) + stream_tracks, rows, tables.temp)
-    metadata = {**metadata, "import_warnings": dict(sorted(warnings.items()))}
-    return b.build(metadata, timeline)
+    """Every record in ``tables`` -> one Profile (an import: one fold)."""
+    engine = Attributor(tables, warnings)
+    engine.fold()
+    return engine.build(metadata)
 
 
-def _thread_tracks(tables: EventTables) -> list[Track]:
-    return [Track(f"thread {tid}", "cpu", "thread") for _pid, tid in tables.threads]
+class Attributor:
+    """Folds the records of ``tables`` into one calling-context tree, once (an import) or window by
+    window (a live run: ``fold()`` after each window's records are written, ``build()`` at the end).
+    The tree, the metric columns and the forward contexts of the last two folds persist between folds.
 
+    ``host_timeline``: keep host rows for the timeline (an import); a live run keeps device rows only.
+    ``watch``: labels whose nodes are reported in ``watched`` as (label, node, thread, start), so that a
+    collector can attach what the records do not carry (a scope's metrics, a cast's dtypes).
+    """
 
-def _sweep_host(
-    tables: EventTables,
-    tree: _Tree,
-    rows: _Rows,
-    launches: _Launches,
-    cpu_time: defaultdict[int, float],
-    op_time: defaultdict[int, float],
-    count: defaultdict[int, float],
-    flops: defaultdict[int, float],
-    alloc: defaultdict[int, float],
-    nbytes: defaultdict[int, float],
-    warnings: Counter[str],
-) -> dict[int, int]:
-    """Nest host events; the launches go to ``launches``. Returns the fallback context (the first op with
-    that External id) of every External id of a launch outside any op that has one."""
-    h = tables.host
-    n = len(h)
-    if n == 0:
-        return {}
-    h.finish()
-    bw_set = h.bw_threads
-    bw_labels = tables.backward_labels
-    # autograd threads after forward threads: their ops look up forward ops
-    thread_order = sorted(h.groups(), key=lambda t: (t in bw_set, t))
+    def __init__(
+        self,
+        tables: EventTables,
+        warnings: Counter[str],
+        *,
+        host_timeline: bool = True,
+        placer: Placer | None = None,
+        watch: frozenset[int] = frozenset(),
+    ) -> None:
+        self.tables = tables
+        self.warnings = warnings
+        self.tree = _Tree(tables.frames)
+        self.rows = _Rows(tables.temp)
+        self.host_timeline = host_timeline
+        self.placer = placer
+        self.watch = watch
+        self.watched: list[tuple[int, int, int, int]] = []
+        self.cpu_time: defaultdict[int, float] = defaultdict(float)
+        self.op_time: defaultdict[int, float] = defaultdict(float)
+        self.device_time: defaultdict[int, float] = defaultdict(float)
+        self.count: defaultdict[int, float] = defaultdict(float)
+        self.flops: defaultdict[int, float] = defaultdict(float)
+        self.alloc: defaultdict[int, float] = defaultdict(float)
+        self.nbytes: defaultdict[int, float] = defaultdict(float)
+        self.fwd_seq: dict[int, int] = {}  # sequence number -> forward op node (this fold)
+        self.fwd_prev: dict[int, int] = {}  # ... the fold before (a backward may run a window later)
+        self.fwd_seq_from_bw: set[int] = set()
+        self.device_seen = False
+        self.tracks: list[Track] = []
+        self._track_index: dict[tuple[str, Any, Any], int] = {}
 
-    b = tree.b
-    child = tree.child
-    r_add = rows.data.extend
-    ops = _OpIds(tables.temp)  # External id and node of every op: the fallback for launches outside any op
-    o_add = ops.data.extend
-    l_add = launches.data.extend
-    fwd_seq: dict[int, int] = {}  # sequence number -> forward op node
-    fwd_seq_from_bw: set[int] = set()
-    K_STEP, K_OP, K_RUNTIME, K_SYNC, K_MEMORY = Kind.STEP, Kind.OP, Kind.RUNTIME, Kind.SYNC, Kind.MEMORY
-    K_REGION = Kind.REGION
-    C_OP, C_RUNTIME, C_SYNC = int(Category.OP), int(Category.RUNTIME), int(Category.SYNC)
-    overlaps = 0
-    unmatched_bw = 0
-    pending_ext = array.array("q")  # External ids of runtime calls with no op around them
-
-    stack: list[list[Any]] = []
-
-    def pop() -> None:
-        e = stack.pop()
-        self_t = e[_DUR] - e[_CHILD]
-        if self_t > 0:
-            cpu_time[e[_NODE]] += self_t
-            if e[_KIND] == K_OP:
-                op_time[e[_NODE]] += self_t
-        if e[_FLOPS] and not e[_CHILD_FLOPS]:
-            flops[e[_NODE]] += e[_FLOPS]
-        if stack:
-            top = stack[-1]
-            top[_CHILD] += e[_DUR]
-            if e[_FLOPS] or e[_CHILD_FLOPS]:
-                top[_CHILD_FLOPS] = True
-
-    cur = -1
-    base = 0
-    track = 0
-    is_bw_thread = False
-    for th, st, en, kd, nm, ext, corr, seq, fw, val, nb in _host_blocks(h, thread_order):
-        rows.maybe_spill()
-        r_add = rows.data.extend
-        launches.maybe_spill()
-        l_add = launches.data.extend
-        ops.maybe_spill()
-        o_add = ops.data.extend
-        for i in range(len(th)):
-            t = th[i]
-            if t != cur:
-                while stack:
-                    pop()
-                cur = t
-                track = t
-                is_bw_thread = t in bw_set
-            s = st[i]
-            e_ = en[i]
-            while stack:  # close what ended before this event (pop(), inlined: the hottest loop)
-                e = stack[-1]
-                if e[_END] > s:
-                    if e_ > e[_END]:  # starts inside, ends after: clip it to its parent (rounding, clock skew)
-                        overlaps += 1
-                        e_ = e[_END]
-                    break
-                stack.pop()
-                self_t = e[_DUR] - e[_CHILD]
-                if self_t > 0:
-                    cpu_time[e[_NODE]] += self_t
-                    if e[_KIND] == K_OP:
-                        op_time[e[_NODE]] += self_t
-                if e[_FLOPS] and not e[_CHILD_FLOPS]:
-                    flops[e[_NODE]] += e[_FLOPS]
-                if stack:
-                    top = stack[-1]
-                    top[_CHILD] += e[_DUR]
-                    if e[_FLOPS] or e[_CHILD_FLOPS]:
-                        top[_CHILD_FLOPS] = True
-            parent = stack[-1][_NODE] if stack else base
-            k = kd[i]
-            if k == K_MEMORY:
-                alloc[parent] += val[i]
-                continue
-            in_bw = bool(stack) and stack[-1][_BW]
-            if k in (K_RUNTIME, K_SYNC):
-                node = parent
-                c = corr[i]
-                if c >= 0:
-                    if not stack and ext[i] >= 0:
-                        pending_ext.append(ext[i])
-                        l_add((c, node, ext[i]))
-                    else:
-                        l_add((c, node, -1))
-                r_add((node, track, s, e_ - s, C_SYNC if k == K_SYNC else C_RUNTIME, 0, c))
-            elif k == K_STEP:
-                step = child(base, nm[i])
-                count[step] += 1
-                node = b.path(tree.path_frames(parent, stop=base), start=step) if parent != base else step
+    def track(self, kind: str, a: Any, b: Any) -> int:
+        key = (kind, a, b)
+        idx = self._track_index.get(key)
+        if idx is None:
+            idx = self._track_index[key] = len(self.tracks)
+            if kind == "thread":
+                self.tracks.append(Track(f"thread {b}", "cpu", "thread"))
             else:
-                label = nm[i]
-                if in_bw and k == K_OP and stack and stack[-1][_LABEL] == label and label in bw_labels:
-                    # the autograd node's own op inside `evaluate_function: X`: folded into it
-                    stack.append([e_, parent, e_ - s, 0, val[i], False, True, k, -1, stack[-1][_MEASURED]])
-                    continue
-                if k in (K_OP, K_REGION) and not in_bw and (fw[i] > 0 or label in bw_labels):
-                    # an autograd op (every vintage marks them with a Fwd thread id): under the forward
-                    # context of the op with its sequence number; else under the context that ran backward()
-                    fwd_op = fwd_seq.get(seq[i])
-                    if fwd_op is not None:
-                        parent = tree.child_frame(tree.forward_context(fwd_op), Frame.backward())
-                    else:
-                        unmatched_bw += 1
-                        if parent == base:
-                            parent = tree.child_frame(base, Frame.scope(NO_FORWARD_SCOPE))
-                        parent = tree.child_frame(parent, Frame.backward())
-                    in_bw = True
-                node = child(parent, nm[i])
-                count[node] += 1
-                if k in (K_OP, K_REGION):
-                    sq = seq[i]
-                    if sq >= 0 and fw[i] <= 0 and (not is_bw_thread or sq not in fwd_seq or sq in fwd_seq_from_bw):
-                        fwd_seq[sq] = node
-                        if is_bw_thread:
-                            fwd_seq_from_bw.add(sq)
-                if k == K_OP:
-                    if ext[i] >= 0:
-                        o_add((ext[i], node))
-                    r_add((node, track, s, e_ - s, C_OP, 0, -1))
-            measured = bool(stack) and stack[-1][_MEASURED]
-            if k == K_OP and not measured and nb[i] >= 0:
-                # bytes on the outermost op that recorded tensor inputs (attribute.costs.op_bytes)
-                measured = True
-                if nb[i]:
-                    nbytes[node] += nb[i]
-            stack.append([e_, node, e_ - s, 0, val[i] if k == K_OP else 0.0, False, in_bw, k, nm[i], measured])
-    while stack:
-        pop()
+                self.tracks.append(Track(f"stream {b}", f"cuda:{a}", "stream"))
+        return idx
 
-    # A runtime call outside every op on its thread: fall back to the (first) op with its External id.
-    ext_nodes: dict[int, int] = {}
-    try:
-        if pending_ext:
-            wanted = np.unique(np.frombuffer(pending_ext, dtype=np.int64))
-            for w in ops.windows():
-                w = w[np.argsort(w[:, 0], kind="stable")]
-                keys, first = np.unique(w[:, 0], return_index=True)  # windows never split equal keys
-                hit = np.isin(keys, wanted)
-                for k, node in zip(keys[hit].tolist(), w[first[hit], 1].tolist(), strict=True):
-                    ext_nodes[k] = node
-    finally:
-        ops.close()
-    if overlaps:
-        warnings["host events ending after their parent (clipped to it)"] += overlaps
-    if unmatched_bw:
-        warnings["backward ops without a matching forward op"] += unmatched_bw
-    return ext_nodes
+    def fold(self) -> None:
+        """Fold the records now in the tables (the tables' stores are emptied for the next window)."""
+        t = self.tables
+        for pid, tid in t.threads:
+            self.track("thread", pid, tid)
+        launches = _Launches(t.temp)
+        try:
+            ext_nodes = _sweep_host(self, launches)
+            if len(t.device):
+                self.device_seen = True
+                time_ns = _join_device(self, launches, ext_nodes)
+                for node, value in time_ns.items():
+                    self.device_time[node] += value
+        finally:
+            launches.close()
+            t.reset_rows()
+        self.fwd_prev, self.fwd_seq = self.fwd_seq, {}
+        self.fwd_seq_from_bw = set()
 
+    def forward_op(self, seq: int) -> int | None:
+        node = self.fwd_seq.get(seq)
+        return node if node is not None else self.fwd_prev.get(seq)
 
-def _host_blocks(h: HostTable, thread_order: list[int]) -> Iterator[list[list[Any]]]:
-    """Host events in (thread, start, longest first, outer kind first) order, as Python lists per block,
-    with ``end`` in place of ``dur``; threads in ``thread_order``, merged from the spilled runs."""
-    for t in thread_order:
-        for w in h.windows(group=t):
-            start = w[:, 1]
-            end = start + w[:, 2]
-            order = np.lexsort((w[:, 3], -end, start))
-            w[:, 2] = end
-            w = w[order]
-            for lo in range(0, len(w), _BLOCK):
-                yield w[lo : lo + _BLOCK].T.tolist()
+    def flush(self) -> None:
+        """Add the metrics folded so far to the tree's builder (and start the columns afresh), so that the
+        builder is complete between folds."""
+        b = self.tree.b
+        time_ns = self.device_time if self.device_seen else self.op_time
+        for name, col in (
+            ("time_ns", time_ns),
+            ("cpu_time_ns", self.cpu_time),
+            ("count", self.count),
+            ("flops", self.flops),
+            ("bytes", self.nbytes),
+            ("alloc_bytes", self.alloc),
+        ):
+            if col or name in ("time_ns", "count"):
+                b.ensure_metric(name)
+            for node, value in col.items():
+                if value:
+                    b.add(node, name, value)
+            col.clear()
+        self.op_time.clear()
+        self.device_time.clear()
+
+    def build(self, metadata: dict[str, Any]) -> Profile:
+        self.flush()
+        b = self.tree.b
+        keep = self.host_timeline or len(self.rows) > 0
+        timeline = _timeline(self.tracks, self.rows, self.tables.temp) if keep else None
+        if self.host_timeline or self.warnings:
+            metadata = {**metadata, "import_warnings": dict(sorted(self.warnings.items()))}
+        return b.build(metadata, timeline)

@@ -24,6 +24,7 @@ class Kind(enum.IntEnum):
     RUNTIME = 6  # cudaLaunchKernel, hipMemcpyAsync, ...
     SYNC = 7  # cudaStreamSynchronize, ...
     MEMORY = 8  # [memory] instant event (allocation)
+    OVERHEAD = 9  # the profiler's own work inside a context: taken out of its self time, kept nowhere
     # device
     KERNEL = 10
     MEMCPY = 11

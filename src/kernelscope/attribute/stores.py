@@ -88,6 +88,18 @@ class _Tree:
         out.reverse()
         return out
 
+    def common_ancestor(self, a: int, b: int) -> int:
+        """The deepest node that is ``a`` or an ancestor of it and ``b`` or an ancestor of it."""
+        up = set()
+        node = a
+        while node > 0:
+            up.add(node)
+            node = self.b.parent_of(node)
+        node = b
+        while node > 0 and node not in up:
+            node = self.b.parent_of(node)
+        return node
+
     def forward_context(self, op_node: int) -> int:
         """The nearest ancestor of ``op_node`` that is not an op or a compiled region: its user line /
         module context."""

@@ -160,6 +160,13 @@ class EventTables:
             self.threads.append(key)
         return idx
 
+    def reset_rows(self) -> None:
+        """Empty the row stores for the next window (interned frames, names and threads stay)."""
+        self.host.close()
+        self.device.close()
+        self.host = HostTable(self.temp)
+        self.device = DeviceTable(self.temp)
+
     def close(self) -> None:
         """Remove the spilled runs (the profile, once built, does not need them)."""
         self.host.close()

@@ -15,11 +15,13 @@ import os
 import re
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ..model import STANDARD_METRICS, Frame, Profile, ProfileBuilder, Timeline, Track
+from ..model.devices import devices_of
 from .registry import import_file
 
 __all__ = ["import_ranks", "merge_ranks", "rank_of", "ranks_of"]
@@ -101,7 +103,7 @@ def _merged_metadata(profiles: Sequence[Profile], ranks: Sequence[int]) -> dict[
     for prof, rank in zip(profiles, ranks, strict=True):
         meta = prof.metadata
         entry: dict[str, Any] = {"rank": rank, "source": meta.get("source")}
-        for key in ("world_size", "deviceProperties", "trace_start_ns", "import_warnings"):
+        for key in ("world_size", "devices", "trace_start_ns", "import_warnings"):
             if key in meta:
                 entry[key] = meta[key]
         entries.append(entry)
@@ -113,6 +115,12 @@ def _merged_metadata(profiles: Sequence[Profile], ranks: Sequence[int]) -> dict[
         "source": {"format": "merged", "ranks": len(profiles)},
         "ranks": entries,
         "import_warnings": warnings,
+        # every rank's devices, named as the merged timeline names them ("rank 1/cuda:0")
+        "devices": [
+            replace(d, id=f"rank {rank}/{d.id}", rank=rank).to_json()
+            for prof, rank in zip(profiles, ranks, strict=True)
+            for d in devices_of(prof.metadata)
+        ],
     }
     if world is not None:
         merged["world_size"] = world

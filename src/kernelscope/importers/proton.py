@@ -33,6 +33,8 @@ import msgspec
 
 from ..errors import BadInputError
 from ..model import Frame, FrameKind, Profile, ProfileBuilder
+from ..model.devices import from_proton
+from ..model.devices import to_json as devices_json
 from ..model.frames import ALLOWED_CHILDREN
 from .registry import Importer, register
 
@@ -174,7 +176,7 @@ def build_proton(roots: list[dict[str, Any]], device_info: Any, path: str = "<li
     if inc_values:
         _add_exclusive_from_inclusive(b, inc_values)
     meta: dict[str, Any] = {"source": {"format": "proton", "path": path}, "import_warnings": warnings}
-    devices = _devices(device_info)
+    devices = devices_json(from_proton(device_info))
     if devices:
         meta["devices"] = devices
     if inclusive_cols:
@@ -238,26 +240,6 @@ def _has_exclusive(raw: str, metrics: dict[str, Any]) -> bool:
 def _ks_kind(data: Any) -> FrameKind | None:
     kind = data.get("ks_kind") if isinstance(data, dict) else None
     return _KINDS.get(kind) if isinstance(kind, str) else None
-
-
-def _devices(device_info: Any) -> list[dict[str, Any]]:
-    """Proton's ``{"CUDA": {"0": {...}}}`` as device entries the exporters read back."""
-    out: list[dict[str, Any]] = []
-    if not isinstance(device_info, dict):
-        return out
-    for kind, by_index in device_info.items():
-        if not isinstance(by_index, dict):
-            continue
-        for index, fields in by_index.items():
-            if not isinstance(fields, dict):
-                continue
-            prefix = "hip" if str(kind).upper() == "HIP" else "cuda"
-            entry: dict[str, Any] = {"device": f"{prefix}:{index}", "type": str(kind)}
-            if str(index).isdigit():
-                entry["index"] = int(index)
-            entry.update({str(k): v for k, v in fields.items()})
-            out.append(entry)
-    return out
 
 
 def _frame(data: Any, metrics: dict[str, Any], has_children: bool, parent: int) -> Frame:

@@ -1,12 +1,14 @@
-"""Efficiency: chains of elementwise ops at one line that run as separate kernels (unfused)."""
+"""Efficiency: chains of elementwise ops at one line that run as separate kernels (unfused); attention
+written as matmul → softmax → matmul instead of a fused attention kernel."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 
-from ...model import Profile
+from ...model import FrameKind, Profile
+from ..context import ContextIndex
 from . import EVERYWHERE, Finding, Severity, Threshold, Thresholds, rule
-from ._evidence import line_sites, ms, time_metric
+from ._evidence import line_sites, ms, split_line, time_metric
 
 _ELEMENTWISE = frozenset(
     [
@@ -122,3 +124,88 @@ def unfused_elementwise(profile: Profile, t: Thresholds) -> list[Finding]:
             )
         )
     return out
+
+
+_BATCHED_MATMUL = frozenset({"aten::bmm", "aten::matmul", "aten::baddbmm", "aten::einsum"})
+_SOFTMAX = frozenset({"aten::softmax", "aten::_softmax", "aten::_safe_softmax"})
+_FUSED_ATTENTION = ("scaled_dot_product", "flash_attention", "efficient_attention", "fused_attn", "cudnn_attention")
+
+
+@rule(
+    "unfused_attention",
+    "attention written as matmul → softmax → matmul (the score matrix goes through memory) instead of SDPA",
+    thresholds={
+        "min_ms": Threshold(0.5, "report a module whose softmax between batched matmuls took at least this"),
+        "warn_pct": Threshold(1.0, "warn when that is at least this % of the measured time"),
+    },
+    applies=EVERYWHERE,
+)
+def unfused_attention(profile: Profile, t: Thresholds) -> list[Finding]:
+    """Per module (else per function): batched matmuls and softmaxes at its own ops, none inside a fused
+    attention op. Two matmuls per softmax is the signature; the profile has no order, so it is co-occurrence."""
+    metric = time_metric(profile)
+    inc = profile.inclusive(metric)
+    count = profile.exclusive("count")
+    total = profile.total(metric) or 1.0
+    groups: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])  # matmuls, softmaxes, ns
+    softmax_nodes: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for node in range(1, len(profile)):
+        f = profile.frame_of(node)
+        if f.kind is not FrameKind.OP or (f.name not in _BATCHED_MATMUL and f.name not in _SOFTMAX):
+            continue
+        where = _attention_context(profile, node)
+        if where is None:
+            continue  # inside another op of its kind, or inside a fused attention op
+        acc = groups[where]
+        if f.name in _BATCHED_MATMUL:
+            acc[0] += count[node]
+        else:
+            acc[1] += count[node]
+            acc[2] += inc[node]
+            softmax_nodes[where].append(node)
+    out: list[Finding] = []
+    ctx = ContextIndex(profile)
+    for (kind, name), (matmuls, softmaxes, ns) in groups.items():
+        if softmaxes <= 0 or matmuls < 2 * softmaxes or ns < t["min_ms"] * 1e6:
+            continue
+        file, line = split_line(ctx.line(softmax_nodes[(kind, name)][0]))
+        out.append(
+            Finding(
+                rule="unfused_attention",
+                severity=Severity.WARNING if 100.0 * ns / total >= t["warn_pct"] else Severity.INFO,
+                title=f"Unfused attention in {name}: softmax between batched matmuls ({ms(ns):,} ms in softmax)",
+                evidence=f"{int(matmuls)} batched matmul call(s) and {int(softmaxes)} softmax call(s) in this {kind}, "
+                f"no scaled_dot_product_attention; the softmax alone took {ms(ns)} ms "
+                f"({100.0 * ns / total:.1f}% of the measured time)",
+                file=file,
+                line=line,
+                module=name if kind == "module class" else None,
+                estimated_saving_ms=ms(ns),
+                saving_method="the softmax's own time, a lower bound: a fused kernel keeps the score matrix on chip "
+                "(the matmuls stop writing and reading it too)",
+                fix="use torch.nn.functional.scaled_dot_product_attention (FlashAttention / memory-efficient "
+                "kernels), e.g. attn_implementation='sdpa' in transformers",
+                occurrences=int(softmaxes),
+                nodes=tuple(softmax_nodes[(kind, name)]),
+            )
+        )
+    return out
+
+
+def _attention_context(profile: Profile, node: int) -> tuple[str, str] | None:
+    """The module (or else the Python function) an op runs in; None when an enclosing op is a matmul,
+    a softmax or a fused attention op (it is that op's implementation, not the user's attention)."""
+    function: tuple[str, str] | None = None
+    parent = int(profile.parent[node])
+    while parent > 0:
+        f = profile.frame_of(parent)
+        if f.kind is FrameKind.OP and (
+            f.name in _BATCHED_MATMUL or f.name in _SOFTMAX or any(a in f.name for a in _FUSED_ATTENTION)
+        ):
+            return None
+        if f.kind is FrameKind.MODULE:  # by class: every layer of a model is one place to fix
+            return ("module class", f.cls or f.name)
+        if f.kind is FrameKind.PYTHON and function is None:
+            function = ("function", f"{f.file}:{f.name}")
+        parent = int(profile.parent[parent])
+    return function

@@ -16,6 +16,8 @@ from ...attribute.engine import build_profile
 from ...attribute.tables import EventTables
 from ...errors import BadInputError
 from ...model import Profile
+from ...model.devices import from_kineto
+from ...model.devices import to_json as devices_json
 from ..registry import Importer, register
 from .decode import ChromeDecoder
 from .reader import TraceReader
@@ -77,9 +79,11 @@ def _metadata(
     meta: dict[str, Any] = {
         "source": {"format": "kineto", "path": os.path.abspath(path), "bytes": nbytes, "events": tables.events_seen},
     }
+    devices = from_kineto(header.get("deviceProperties"))
+    if devices:
+        meta["devices"] = devices_json(devices)
     for key in (
         "schemaVersion",
-        "deviceProperties",
         "distributedInfo",
         "displayTimeUnit",
         "baseTimeNanoseconds",

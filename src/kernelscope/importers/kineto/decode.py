@@ -146,12 +146,14 @@ class ChromeDecoder:
                     if kind is Kind.RUNTIME or kind is Kind.SYNC:
                         c = _int(args.correlation)
                         corr = -1 if c is None else c
-                    elif kind is Kind.OP:
+                    elif kind is Kind.OP or kind is Kind.REGION:
+                        # (compiled regions too: `CompiledFunction` is the forward of `CompiledFunctionBackward`)
                         s = _int(args.seq)
                         if s is not None and s >= 0:
                             seq = s
                             f = _int(args.fwd_tid)
                             fwd = 0 if f is None else f
+                    if kind is Kind.OP:
                         op = t.frames[label].name
                         if op in FLOP_RULES:
                             value = int(op_flops(op, args.input_dims, args.concrete))

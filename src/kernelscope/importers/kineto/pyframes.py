@@ -18,6 +18,8 @@ from ...model import Frame
 
 _PY_NAME = re.compile(r"^(.*)\((\d+)\): (.*)$")
 _MODULE = "nn.Module: "
+# Inductor output code: `c` + a 51-character base32 hash (torch._inductor.codecache), on sys.path when run
+_INDUCTOR_OUTPUT = re.compile(r"^c[a-z2-7]{51}\.py$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +32,8 @@ class PyFrameRule:
         if not file or file.startswith("<"):
             return False
         norm = file.replace("\\", "/")
+        if "torchinductor" in norm or _INDUCTOR_OUTPUT.match(norm.rsplit("/", 1)[-1]):
+            return False  # Inductor's generated wrapper (written to its cache, named by a hash): not the user's
         for marker in ("/site-packages/", "/dist-packages/"):
             at = norm.rfind(marker)
             if at >= 0:  # an installed package: a model library is user code, a framework is not

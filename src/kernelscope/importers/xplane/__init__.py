@@ -11,6 +11,7 @@ from typing import Any
 
 from ...errors import BadInputError
 from ...model import Profile
+from ...model.devices import from_record
 from ..registry import Importer, register
 
 __all__ = ["load_xplane", "sniff_xplane"]
@@ -77,7 +78,7 @@ def load_xplane(path: str) -> Profile:
     metadata: dict[str, Any] = {
         "source": {"format": "xplane", "path": os.path.abspath(path), "bytes": len(data), "events": len(records.ops)},
         "framework": "jax",
-        "devices": records.devices,
+        "devices": [from_record(d).to_json() for d in records.devices],
         "hlo_modules": {str(pid): m.name for pid, m in sorted(modules.items())},
         **records.metadata,
     }

@@ -22,7 +22,7 @@ Other metrics keep their kernelscope names (``flops16`` from a Proton import sta
 ``metadata["devices"]`` for which all of Proton's fields are known (``arch``, ``num_sms``,
 ``clock_rate`` in kHz, ``memory_clock_rate`` in kHz, ``bus_width`` in bits), under Proton's
 names or torch's (``sms``/``multi_processor_count``, ``memory_bus_width``; ``arch`` ``sm_90``
-is written ``90``). ``proton-viewer -m util`` needs them; a device without them is left out.
+is written ``90``; model.devices reads every source's shape). ``proton-viewer -m util`` needs them; a device without them is left out.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import re
 from typing import Any, TextIO
 
 from ...model import FrameKind, Profile
+from ...model.devices import devices_of
 from ._tree import column_names, frame_fields, number, write_literal_tree
 from .registry import Exporter, register
 
@@ -43,7 +44,6 @@ PROTON_NAMES = {
     "bytes": "bytes",
 }
 ALWAYS = ("time_ns", "count")  # Proton's root always has these two
-DEVICE_FIELDS = ("clock_rate", "memory_clock_rate", "bus_width", "arch", "num_sms")
 _DEVICE = re.compile(r"(?:^|[/ ])(cuda|hip|rocm):(\d+)$", re.IGNORECASE)
 
 
@@ -57,47 +57,24 @@ def _device(device: str) -> tuple[str, str] | None:
 
 
 def device_info(profile: Profile) -> dict[str, dict[str, dict[str, Any]]]:
+    """Proton's ``{"CUDA": {"0": {"arch": "90", "num_sms": ..., ...}}}`` for the GPUs whose fields it
+    needs are all known."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
-    devices = profile.metadata.get("devices")
-    if not isinstance(devices, list):
-        return out
-    for dev in devices:
-        if not isinstance(dev, dict):
+    for dev in devices_of(profile.metadata):
+        if dev.type not in ("cuda", "hip") or dev.index < 0:
             continue
-        where = _device(_device_name(dev))
-        fields = _proton_fields(dev)
-        if where is None or fields is None:
+        arch = dev.arch[3:] if dev.arch.startswith("sm_") else dev.arch
+        values = {
+            "arch": arch,
+            "num_sms": dev.sms,
+            "clock_rate": dev.clock_khz,
+            "memory_clock_rate": dev.memory_clock_khz,
+            "bus_width": dev.bus_bits,
+        }
+        if not all(values.values()):
             continue
-        out.setdefault(where[0], {})[where[1]] = fields
-    return out
-
-
-def _device_name(dev: dict[str, Any]) -> str:
-    if "device" in dev:
-        return str(dev["device"])
-    if "index" in dev and str(dev.get("type", "")).lower() in ("cuda", "hip", "rocm"):
-        return f"{str(dev['type']).lower()}:{dev['index']}"
-    return str(dev.get("name", ""))
-
-
-_ALIASES = {
-    "num_sms": ("num_sms", "sms", "multi_processor_count", "numSms"),
-    "bus_width": ("bus_width", "memory_bus_width"),
-    "clock_rate": ("clock_rate",),
-    "memory_clock_rate": ("memory_clock_rate",),
-    "arch": ("arch",),
-}
-
-
-def _proton_fields(dev: dict[str, Any]) -> dict[str, Any] | None:
-    out: dict[str, Any] = {}
-    for field in DEVICE_FIELDS:
-        value = next((dev[a] for a in _ALIASES[field] if a in dev), None)
-        if value is None:
-            return None
-        out[field] = value
-    arch = str(out["arch"])
-    out["arch"] = arch[3:] if arch.startswith("sm_") else out["arch"]
+        kind = "HIP" if dev.type == "hip" else "CUDA"
+        out.setdefault(kind, {})[str(dev.index)] = {**dict(dev.extra), **values}
     return out
 
 

@@ -21,6 +21,7 @@ import numpy.typing as npt
 from ... import __version__
 from ...analysis.views import GROUPINGS, node_keys, own_nodes
 from ...model import FrameKind, Profile
+from ...model.devices import devices_of
 from .sources import capture_sources
 from .timeline import timeline_payload
 
@@ -97,16 +98,7 @@ def header(profile: Profile) -> dict[str, Any]:
     command = meta.get("command")
     if isinstance(command, list):
         command = " ".join(str(c) for c in command)
-    devices = meta.get("devices") or meta.get("deviceProperties") or []
-    names: list[str] = []
-    if isinstance(devices, list):
-        for d in devices:
-            if isinstance(d, dict):
-                names.append(str(d.get("name") or d.get("type") or d.get("device") or "?"))
-    elif isinstance(devices, dict):  # Proton's device_info: {type: {index: {...}}}
-        for kind, by_index in devices.items():
-            if isinstance(by_index, dict):
-                names.extend(f"{kind}:{i} {d.get('arch', '') if isinstance(d, dict) else ''}".strip() for i in by_index)
+    names = [d.name or f"{d.id} {d.arch}".strip() for d in devices_of(meta)]
     device_run = meta.get("device_run")
     if device_run is None:
         device_run = any(f.kind is FrameKind.KERNEL and f.device and f.device != "cpu" for f in profile.frames)

@@ -1,0 +1,306 @@
+"""One window of a live torch run -> the normalised records of ``attribute.tables``.
+
+Input is ``prof.profiler.kineto_results``: ``experimental_event_tree()`` for host events (FIELD-NOTES)
+and, on a CUDA run, the flat event list for device activity. The engine (``attribute.engine``) then
+nests, re-homes backward work and joins kernels exactly as it does for an imported trace; what only
+a live run knows is written into the records here:
+
+- a Python call made from a user file becomes a ``python(file, calling line, function)`` row over the
+  call's time (the tracer knows each call's *caller*: the issuing line, not the def line); library
+  calls add nothing; an ``nn.Module`` call adds a ``module(attribute path, class)`` row;
+- an op called straight from a user function with no Python call in between gets that function's
+  row (its def line: the line is not known);
+- ops, compiled regions and steps get the labels every source gets (``EventTables.host_label``);
+  ranges in the user scope (``record_function``: Kineto's ``user_annotation``) are scopes; a range
+  that outlives the call that opened it (torch's tree makes it a leaf of that call) starts where the
+  call ends, so that it holds what ran inside it;
+- ops run by autograd carry a forward-thread mark, as Kineto's ``Fwd thread id`` does;
+- FLOPs and bytes come from the input shapes (``attribute.costs``) when the window recorded them.
+
+Objects are read duck-typed, so tests can feed literals with the same attributes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..attribute.costs import FLOP_RULES, op_bytes, op_flops
+from ..attribute.records import BACKWARD_PREFIX, Kind, is_comm_kernel
+from ..attribute.tables import EventTables
+from ..model import Frame
+from .userframes import display_path, is_user_file
+
+# c10::ScalarType codes as torch's profiler records a dtype argument
+SCALAR_TYPES = {
+    0: "uint8",
+    1: "int8",
+    2: "int16",
+    3: "int32",
+    4: "int64",
+    5: "float16",
+    6: "float32",
+    7: "float64",
+    11: "bool",
+    15: "bfloat16",
+}
+CAST_OP = "aten::_to_copy"
+_NONE = -1
+_FAR = 1 << 62
+# The session's own work (collect/torch_live.py): a window change where the program called a torch function,
+# a module or step(). Its time is taken out of the line it interrupted.
+_SESSION_FILE = os.path.join("kernelscope", "collect", "torch_live.py")
+_OWN_WORK = frozenset({"_checkpoint", "_close_window", "_change"})
+
+
+class TorchEvents:
+    """Writes each window's events into ``tables``; keeps what the records cannot carry (the dtypes of a
+    cast, the scopes whose metrics the program passed) for ``watched`` nodes to pick up after a fold."""
+
+    def __init__(self, tables: EventTables, module_path: Callable[[int], tuple[str, str] | None]) -> None:
+        self.tables = tables
+        self.module_path = module_path
+        self.pid = os.getpid()
+        self._py: dict[tuple[str, int, str], int] = {}  # (file, line, function) -> label, or _NONE
+        self._user: dict[str, bool] = {}
+        self._ops: dict[str, tuple[Kind, int]] = {}
+        self._tags: dict[Any, str] = {}
+        self.casts: dict[tuple[int, int], tuple[str, str]] = {}  # (thread, start) -> (from, to), this window
+        self.cast_label = tables.frame(Frame.op(CAST_OP))
+        self.regions = 0  # compiled regions met (compiled code ran in this window)
+        self._session_files: set[str] = set()
+
+    def _tag(self, ev: Any) -> str:
+        tag = ev.tag
+        name = self._tags.get(tag)
+        if name is None:
+            name = self._tags[tag] = tag.name
+        return name
+
+    def _python(self, file: str, line: int, function: str) -> int:
+        key = (file, line, function)
+        label = self._py.get(key)
+        if label is None:
+            if function.startswith("torch_dynamo_resume_in_"):
+                from .compile.provenance import original_function
+
+                function = original_function(function)
+            label = self.tables.frame(Frame.python(display_path(file), line, function)) if is_user_file(file) else _NONE
+            self._py[key] = label
+        return label
+
+    def _op(self, name: str) -> tuple[Kind, int]:
+        hit = self._ops.get(name)
+        if hit is None:
+            hit = self._ops[name] = self.tables.host_label(Kind.OP, name)
+        return hit
+
+    # --- host events -------------------------------------------------------
+    def add(self, roots: Iterable[Any], *, shapes: bool, cuda: bool) -> int:
+        """Write one window's event tree; returns the number of events read."""
+        t = self.tables
+        host = t.host.data.extend
+        thread_of = t.thread
+        pid = self.pid
+        tags = self._tags
+        user_files = self._user
+        PYTHON, MODULE, OP, SCOPE, MEMORY = Kind.PYTHON, Kind.MODULE, Kind.OP, Kind.SCOPE, Kind.MEMORY
+        OVERHEAD = Kind.OVERHEAD
+        roots = list(roots)
+        top = {id(r) for r in roots}
+        # (event, label of the innermost row on its path, the parent PyCall's fields, inside backward,
+        #  end of the innermost row on its path)
+        stack: list[tuple[Any, int, Any, int, int]] = [(r, _NONE, None, 0, _FAR) for r in reversed(roots)]
+        events = 0
+        threads: dict[int, int] = {}
+        while stack:
+            ev, last, user_fn, bw, bound = stack.pop()
+            events += 1
+            tag = tags.get(ev.tag) or self._tag(ev)
+            if tag == "Allocation":  # a leaf
+                size = ev.extra_fields.alloc_size
+                if size > 0:
+                    th = threads.get(ev.start_tid)
+                    if th is None:
+                        th = threads[ev.start_tid] = thread_of(pid, ev.start_tid)
+                    host((th, ev.start_time_ns, 0, MEMORY, -1, -1, -1, -1, -1, int(size), -1))
+                continue
+            children = ev.children
+            if tag == "PyCall" or tag == "PyCCall":
+                ex = ev.extra_fields
+                caller = ex.caller
+                label = _NONE
+                try:
+                    file = caller.file_name
+                    user = user_files.get(file)
+                    if user is None:
+                        user = user_files[file] = is_user_file(file)
+                        if file.endswith(_SESSION_FILE):
+                            self._session_files.add(file)
+                    if file in self._session_files and tag == "PyCall" and ex.callsite.function_name in _OWN_WORK:
+                        # the session opening, closing or folding a window: kernelscope's time, not the line's
+                        th = threads.get(ev.start_tid)
+                        if th is None:
+                            th = threads[ev.start_tid] = thread_of(pid, ev.start_tid)
+                        host((th, ev.start_time_ns, ev.duration_time_ns, OVERHEAD, -1, -1, -1, -1, -1, 0, -1))
+                        continue
+                    if user:  # most calls come from library code: read the line only for user files
+                        label = self._python(file, caller.line_number, caller.function_name)
+                        if (
+                            label >= 0
+                            and tag == "PyCall"
+                            and id(ev) in top
+                            and ex.callsite.function_name == t.frames[label].name
+                        ):
+                            # a frame already running when recording began reports itself, at that
+                            # moment's line, as its caller: a stale line, not a call site
+                            label = _NONE
+                except UnicodeDecodeError:  # torch can hand back undecodable names (dynamo frames)
+                    label = _NONE
+                mod = ex.module if tag == "PyCall" else None
+                if (label >= 0 and label != last) or mod is not None:  # a row: read where and when
+                    th = threads.get(ev.start_tid)
+                    if th is None:
+                        th = threads[ev.start_tid] = thread_of(pid, ev.start_tid)
+                    start = ev.start_time_ns
+                    dur = ev.duration_time_ns
+                    if label >= 0 and label != last:
+                        # (a builtin call and the LineMode's __torch_function__ inside it report one line)
+                        host((th, start, dur, PYTHON, label, -1, -1, -1, -1, 0, -1))
+                        last = label
+                        bound = start + dur
+                    if mod is not None:
+                        info = self.module_path(mod.self_ptr)
+                        path, cls = info if info is not None else (mod.cls_name, mod.cls_name)
+                        last = t.frame(Frame.module_(path, cls))
+                        host((th, start, dur, MODULE, last, -1, -1, -1, -1, 0, -1))
+                        bound = start + dur
+                fn = ex if tag == "PyCall" else None  # its callsite is read only if an op sits right below
+                if children:
+                    stack.extend((c, last, fn, bw, bound) for c in reversed(children))
+                continue
+            if tag != "TorchOp":
+                continue  # Kineto/backend records: device work comes from the flat event list
+            ex = ev.extra_fields
+            try:
+                name: str = ev.name
+            except UnicodeDecodeError:  # seen with torch.compile on 2.13: a corrupt name
+                name = "<undecodable op name>"
+            th = threads.get(ev.start_tid)
+            if th is None:
+                th = threads[ev.start_tid] = thread_of(pid, ev.start_tid)
+            start = ev.start_time_ns
+            dur = ev.duration_time_ns
+            end = start + dur
+            if end > bound and not children:
+                # a range opened inside the call that opened it (`with record_function(...)` at a user
+                # line: torch's tree has it as a leaf of that call): it starts where the call's row ends
+                start, dur = bound, end - bound
+            if ex.scope.name == "USER_SCOPE":
+                # record_function / a C++ user scope: a scope, as Kineto's `user_annotation` (nests by time)
+                kind, label = t.host_label(SCOPE, name)
+                host((th, start, dur, kind, label, -1, -1, -1, -1, 0, -1))
+                if children:
+                    stack.extend((c, label, None, bw, end) for c in reversed(children))
+                continue
+            if user_fn is not None:
+                # an op called straight from a user function (`x + y` without a Python-level operator):
+                # the function is known, not the line: its def line
+                try:
+                    site = user_fn.callsite
+                    fl = self._python(site.file_name, site.line_number, site.function_name)
+                except UnicodeDecodeError:
+                    fl = _NONE
+                if fl >= 0 and fl != last:
+                    host((th, start, dur, PYTHON, fl, -1, -1, -1, -1, 0, -1))
+            kind, label = self._op(name)
+            if name.startswith(BACKWARD_PREFIX):
+                bw = 1
+            seq = ex.sequence_number
+            flops = 0
+            nbytes = -1
+            if shapes and kind is OP:
+                inputs = ex.inputs
+                dims = _shapes(inputs)
+                if name in FLOP_RULES:
+                    flops = int(op_flops(name, dims, inputs) or 0)
+                nb = op_bytes(name, dims, _itemsizes(inputs))
+                if nb is not None:
+                    nbytes = int(nb)
+                if name == CAST_OP:
+                    self._record_cast(th, start, inputs)
+            if kind is Kind.REGION:
+                self.regions += 1
+            corr = ev.correlation_id if cuda else -1
+            host((th, start, dur, kind, label, -1, corr or -1, seq if seq >= 0 else -1, bw, flops, nbytes))
+            if children:
+                stack.extend((c, label, None, bw, start + dur) for c in reversed(children))
+        t.events_seen += events
+        t.host.maybe_spill()
+        return events
+
+    def _record_cast(self, thread: int, start: int, inputs: Any) -> None:
+        """A dtype conversion; the line that asked for it is known once the fold placed it."""
+        if len(inputs) < 2 or type(inputs[1]) is not int:
+            return
+        src = str(getattr(inputs[0], "dtype", "")).removeprefix("torch.")
+        dst = SCALAR_TYPES.get(inputs[1])
+        if src and dst is not None and src != dst:
+            self.casts[(thread, start)] = (src, dst)
+
+    # --- device events -----------------------------------------------------
+    def add_device(self, events: Iterable[Any]) -> None:
+        """Kernels, copies and sets from Kineto's flat list, joined to their op by correlation id."""
+        t = self.tables
+        device = t.device.data.extend
+        n = len(t.device)
+        for e in events:
+            name = e.name()
+            lower = name.lower()
+            kind = Kind.MEMCPY if "memcpy" in lower else Kind.MEMSET if "memset" in lower else Kind.KERNEL
+            if kind is Kind.KERNEL and is_comm_kernel(name):
+                kind = Kind.COMM
+            corr = int(e.linked_correlation_id())
+            row = (int(e.start_ns()), int(e.duration_ns()), kind, t.name_id(name))
+            device((*row, int(e.device_index()), int(e.device_resource_id()), corr if corr > 0 else -1, n))
+            n += 1
+        t.device.maybe_spill()
+
+
+def casts_by_line(
+    watched: Iterable[tuple[int, int, int, int]],
+    casts: dict[tuple[int, int], tuple[str, str]],
+    line_of: Callable[[int], tuple[str, int] | None],
+    into: Counter[tuple[str, int, str, str]],
+) -> None:
+    """The casts of a folded window by the user line their node sits under (the dtype round-trip rule)."""
+    for _label, node, thread, start in watched:
+        cast = casts.get((thread, start))
+        if cast is None:
+            continue
+        where = line_of(node)
+        if where is not None:
+            into[(where[0], where[1], cast[0], cast[1])] += 1
+
+
+def _shapes(inputs: Iterable[Any]) -> list[Any]:
+    """Per input: a tensor's sizes, a tensor list's list of sizes, else None."""
+    out: list[Any] = []
+    for i in inputs:
+        if isinstance(i, list):
+            out.append([[int(s) for s in t.sizes] for t in i if getattr(t, "sizes", None) is not None] or None)
+            continue
+        sizes = getattr(i, "sizes", None)
+        out.append([int(s) for s in sizes] if sizes is not None else None)
+    return out
+
+
+def _itemsizes(inputs: Iterable[Any]) -> list[int]:
+    out: list[int] = []
+    for i in inputs:
+        t = i[0] if isinstance(i, list) and i else i
+        dtype = getattr(t, "dtype", None)
+        out.append(int(getattr(dtype, "itemsize", 0) or 0) if getattr(t, "sizes", None) is not None else 0)
+    return out
