@@ -65,6 +65,19 @@ def main() -> None:
         by_module = view(profile, "--by", "module", "-m", "time_ns,flops", "--limit", "15")
         by_line = view(profile, "--by", "line", "-m", "time_ns,flops", "--limit", "15")
         log = (tmp / f"ks-{args.repeats - 1}.log").read_text(errors="replace")
+        coverage = subprocess.run(
+            [
+                python(),
+                "-c",
+                "import json,sys; from kernelscope import load; "
+                "print(json.dumps(load(sys.argv[1]).metadata.get('coverage')))",
+                str(profile),
+            ],
+            capture_output=True,
+            text=True,
+            env=child_env(),
+            check=False,
+        ).stdout.strip()
         # once more with transformers' folder forced to count as user code (KERNELSCOPE_USER_PATHS)
         forced = tmp / "forced.ksprof"
         package = subprocess.run(
@@ -97,6 +110,7 @@ def main() -> None:
     print(f"\n$ KERNELSCOPE_USER_PATHS={package} kernelscope run ...; kernelscope view --by line\n" + by_line_forced)
     print("$ kernelscope view X.ksprof --depth 4 --threshold 2   (the same forced run)\n" + forced_tree)
     print("kernelscope's stderr (last run):\n" + "\n".join(log.strip().splitlines()[-6:]))
+    print(f"coverage (last run): {coverage}")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ repeats with (min-max) so the noise of a shared machine shows. Modes:
 Case groups (``--cases``): ``run`` (plain/ks/ks-step at 400 steps and plain/ks at 100: wall, CPU, peak
 RSS), ``step20`` and ``step200`` (plain/ks/ks-step/torch: median step time; the first step of a 20-step
 run and the first 5 of a 200-step run are left out as warm-up), ``cost`` (100 steps under ``kernelscope
-run`` with --no-memory, --shapes off, --no-compile-provenance, and all three: where the cost goes).
+run`` with --max-overhead 0, --no-memory, --shapes off, --no-compile-provenance, and the last three
+together: where the cost goes).
 """
 
 from __future__ import annotations
@@ -41,13 +42,14 @@ GROUPS = {
     "step20": [("plain", 20), ("ks", 20), ("ks-step", 20), ("torch", 20)],
     "step200": [("plain", 200), ("ks", 200), ("ks-step", 200), ("torch", 200)],
     # where kernelscope's cost goes: the same run with one recording feature off at a time
-    "cost": [(m, 100) for m in ("plain", "ks", "ks-nomem", "ks-noshapes", "ks-nocompile", "ks-lean")],
+    "cost": [(m, 100) for m in ("plain", "ks", "ks-all", "ks-nomem", "ks-noshapes", "ks-nocompile", "ks-lean")],
 }
 VARIANTS = {
     "ks-nomem": ["--no-memory"],
     "ks-noshapes": ["--shapes", "off"],
     "ks-nocompile": ["--no-compile-provenance"],
     "ks-lean": ["--no-memory", "--shapes", "off", "--no-compile-provenance"],
+    "ks-all": ["--max-overhead", "0"],  # no overhead budget: every window recorded
 }
 WARMUP = {20: 1, 200: 5}
 
@@ -74,7 +76,7 @@ print(json.dumps({"nodes": len(p), "events": md.get("events"), "windows": md.get
   "fold_s": md.get("fold_seconds"), "recorded_steps": rec.get("recorded_steps"),
   "recorded_s": rec.get("recorded_seconds"), "deferred": rec.get("deferred_window_changes"),
   "time_s": p.total("time_ns") / 1e9, "flops": p.total("flops") if "flops" in p.metric_names else None,
-  "warnings": md.get("warnings", [])}))
+  "coverage": md.get("coverage", {}), "warnings": md.get("warnings", [])}))
 """
 
 
@@ -177,6 +179,13 @@ def report_profiles(res: dict[tuple[str, int], list[dict[str, Any]]]) -> None:
             f"deferred {p['deferred']}, time {p['time_s']:.2f} s, flops {p['flops']}, "
             f"{rows[-1]['profile_kb']:.0f} kB, warnings {p['warnings']}"
         )
+        cov = p.get("coverage") or {}
+        if cov:
+            print(
+                f"{'':<8} coverage: recorded {cov['recorded_seconds']:.2f} s of {cov['run_seconds']:.2f} s "
+                f"({cov['recorded_steps']} of {cov['steps']} steps), overhead {cov['overhead_seconds']:.2f} s "
+                f"(budget {cov['max_overhead']:g}), held {cov['budget_holds']} time(s) for {cov['held_seconds']:.2f} s"
+            )
 
 
 def long_loop(minutes: float, tmp: Path, every: float, json_out: Path | None, modes: tuple[str, ...]) -> None:

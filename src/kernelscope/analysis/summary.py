@@ -26,6 +26,7 @@ class Summary:
     time_meaning: str  # what time_ns is in this profile
     time_ns: float
     user_ns: float  # time with a user line above it
+    coverage: str | None = None  # a live run that recorded part of itself: how much, and why
 
     @property
     def user_share(self) -> float | None:
@@ -80,6 +81,24 @@ def _wall(profile: Profile) -> float | None:
     return float(np.max(tl.start_ns + tl.dur_ns) - np.min(tl.start_ns))
 
 
+def coverage_note(md: dict[str, Any]) -> str | None:
+    """What a live run's overhead budget left out, in words; None when it recorded all it was asked to."""
+    cov = md.get("coverage")
+    if not isinstance(cov, dict) or not cov.get("budget_holds"):
+        return None
+    run = float(cov.get("run_seconds") or 0.0)
+    rec = float(cov.get("recorded_seconds") or 0.0)
+    share = f" ({100 * rec / run:.0f}%)" if run > 0 else ""
+    steps = int(cov.get("steps") or 0)
+    of_steps = f", {int(cov.get('recorded_steps') or 0)} of {steps} steps" if steps else ""
+    budget = float(cov.get("max_overhead") or 0.0)
+    return (
+        f"recorded {rec:.1f} s of {run:.1f} s{share}{of_steps}: the {100 * budget:g}% overhead budget held "
+        f"recording back {int(cov['budget_holds'])} time(s) for {float(cov.get('held_seconds') or 0.0):.1f} s "
+        "(run --max-overhead 0 to record everything)"
+    )
+
+
 def time_meaning(profile: Profile) -> str:
     if profile.metadata.get("device_run") is False:
         return "CPU op self time (no GPU in this run)"
@@ -123,6 +142,7 @@ def summarize(profile: Profile) -> Summary:
         time_meaning=time_meaning(profile),
         time_ns=profile.total("time_ns"),
         user_ns=user_time(profile),
+        coverage=coverage_note(md),
     )
 
 

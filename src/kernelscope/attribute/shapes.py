@@ -1,33 +1,77 @@
-"""FLOPs and bytes for calls made after the shape-recording window (live runs, ``--shapes sample``)."""
+"""Per-call costs for calls made after a sampling window (live runs, ``--shapes sample``, ``--memory sample``).
+
+Input shapes (for FLOPs and bytes) and allocation events are recorded during the first window only;
+a context's later calls get the per-call values its sampled calls had.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..model import ProfileBuilder
 
+SHAPE_METRICS = ("flops", "bytes")
+MEMORY_METRICS = ("alloc_bytes",)
+SAMPLE_NOTES = {
+    "flops": "input shapes recorded for the first window only; FLOPs and bytes of later calls "
+    "are the same context's per-call values (exact when shapes do not change)",
+    "alloc_bytes": "allocations recorded for the first window only; alloc_bytes of later calls "
+    "are the same context's per-call values (exact when each call allocates the same)",
+}
 
-def extrapolate_costs(builder: ProfileBuilder, shaped: dict[str, dict[int, float]], seconds: float) -> dict[str, Any]:
-    """Give each context's later calls the per-call FLOPs and bytes its shape-recorded calls had.
 
-    ``shaped``: the ``count``, ``flops`` and ``bytes`` columns as they were when the shape window
-    closed. Exact when shapes do not change; the returned metadata says how many calls were filled in.
-    """
+def snapshot(builder: ProfileBuilder, metrics: Sequence[str]) -> dict[str, dict[int, float]]:
+    """The ``count`` column and ``metrics`` as they are now (when the sampling window closes)."""
+    return {m: dict(builder.metric_values(m)) for m in ("count", *metrics)}
+
+
+def extrapolate(builder: ProfileBuilder, sampled: dict[str, dict[int, float]], metrics: Sequence[str]) -> float:
+    """Give each context's calls made since ``sampled`` (a :func:`snapshot`) the per-call ``metrics``
+    its sampled calls had; return how many calls were filled in."""
     counts_now = builder.metric_values("count")
-    shaped_counts = shaped.get("count", {})
-    extrapolated_calls = 0.0
-    for metric in ("flops", "bytes"):
-        for node, value in shaped.get(metric, {}).items():
-            calls = shaped_counts.get(node, 0.0)
+    sampled_counts = sampled.get("count", {})
+    filled = 0.0
+    for i, metric in enumerate(metrics):
+        for node, value in sampled.get(metric, {}).items():
+            calls = sampled_counts.get(node, 0.0)
             extra = counts_now.get(node, 0.0) - calls
             if calls > 0 and extra > 0:
                 builder.add(node, metric, value / calls * extra)
-                if metric == "flops":
-                    extrapolated_calls += extra
+                if i == 0:
+                    filled += extra
+    return filled
+
+
+def extrapolate_costs(builder: ProfileBuilder, shaped: dict[str, dict[int, float]], seconds: float) -> dict[str, Any]:
+    """FLOPs and bytes of the calls after the shape-recording window; the metadata that says so."""
     return {
         "mode": "sample",
         "recorded_seconds": seconds,
-        "note": "input shapes recorded for the first window only; FLOPs and bytes of later calls "
-        "are the same context's per-call values (exact when shapes do not change)",
-        "extrapolated_calls": extrapolated_calls,
+        "note": SAMPLE_NOTES["flops"],
+        "extrapolated_calls": extrapolate(builder, shaped, SHAPE_METRICS),
+    }
+
+
+def extrapolate_allocations(
+    builder: ProfileBuilder, sampled: dict[str, dict[int, float]], seconds: float
+) -> dict[str, Any]:
+    """``alloc_bytes`` of the calls after the memory-recording window; the metadata that says so."""
+    return {
+        "mode": "sample",
+        "recorded_seconds": seconds,
+        "note": SAMPLE_NOTES["alloc_bytes"],
+        "extrapolated_calls": extrapolate(builder, sampled, MEMORY_METRICS),
+    }
+
+
+def extrapolate_sampled(
+    builder: ProfileBuilder, sampled: dict[str, dict[int, float]], shapes: str, memory: str, seconds: float
+) -> dict[str, Any]:
+    """The ``shapes`` and ``memory`` metadata of a live run, filling in what its sampling window left out."""
+    return {
+        "shapes": extrapolate_costs(builder, sampled, seconds) if sampled and shapes == "sample" else {"mode": shapes},
+        "memory": extrapolate_allocations(builder, sampled, seconds)
+        if sampled and memory == "sample"
+        else {"mode": memory},
     }

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from ..analysis.summary import coverage_note
 from ..errors import BadInputError
 from .validate import non_negative_float, non_negative_int, positive_int
 from .view import show
@@ -25,7 +26,23 @@ class RunCommand:
         parser.add_argument("-o", "--output", help="profile to write (default: <script>.ksprof in the current folder)")
         parser.add_argument("--html", metavar="REPORT.html", help="also write the HTML report (kernelscope report)")
         parser.add_argument("--no-view", action="store_true", help="do not print the tree afterwards")
-        parser.add_argument("--no-memory", action="store_true", help="do not record allocations (lower overhead)")
+        parser.add_argument(
+            "--memory",
+            choices=("sample", "all", "off"),
+            default=None,
+            help="allocations (alloc_bytes): in the first window, extrapolated per context (default; all with "
+            "--shapes all), in every window (slower), or none",
+        )
+        parser.add_argument("--no-memory", action="store_true", help="do not record allocations (= --memory off)")
+        parser.add_argument(
+            "--max-overhead",
+            type=non_negative_float,
+            default=None,
+            metavar="FRACTION",
+            help="keep folding at most FRACTION of the run's wall time, skipping windows when it would be more "
+            "(the first 1.5 s of recording, in CPU time, are always kept); 0 records everything (default: 0.1, or 0 with "
+            "--steps, --duration or --schedule)",
+        )
         parser.add_argument(
             "--shapes",
             choices=("sample", "all", "off"),
@@ -98,6 +115,9 @@ class RunCommand:
             profile, outcome, saved, problem = _run_torch(args, output)
         for warning in profile.metadata.get("warnings", []):
             print(f"kernelscope: warning: {warning}", file=sys.stderr)
+        coverage = coverage_note(profile.metadata)
+        if coverage is not None:
+            print(f"kernelscope: {coverage}", file=sys.stderr)
         if not args.no_view and problem is None:
             sys.stdout.flush()
             show(profile, _view_args(args))
@@ -130,6 +150,8 @@ def _run_torch(args: argparse.Namespace, output: str) -> tuple[Any, Any, str, st
         skip_first=args.skip_first,
         shapes=args.shapes,
         profile_memory=not args.no_memory,
+        memory="off" if args.no_memory else args.memory,
+        max_overhead=args.max_overhead,
         compile_capture=not args.no_compile_provenance,
         steps=args.steps,
         duration=args.duration,

@@ -15,7 +15,7 @@ from ..model import Profile
 from ..render.console import make_console
 from ..render.format import time_unit
 from ..render.header_text import render_header
-from ..render.json_view import dump, grouped_json, tree_json
+from ..render.json_view import dump, grouped_json, tree_json, with_coverage
 from ..render.table_text import render_grouped
 from ..render.tree_text import levels_that_fit, render_tree
 from .validate import fraction_pct, non_negative_int
@@ -215,7 +215,7 @@ def show(profile: Profile, args: argparse.Namespace) -> None:
                 sort_metric=args.sort,
             )
             tv = tree_view(base, opts, metrics=plan.columns)
-            dump(tree_json(tv, plan.json_metrics), depth_hint=max(tv.depth, default=0))
+            dump(with_coverage(tree_json(tv, plan.json_metrics), profile), depth_hint=max(tv.depth, default=0))
             return
         fitted = _fit_tree(base, args, plan.columns, levels_that_fit(console.width, plan.specs))
         tv = fitted.tree
@@ -235,7 +235,7 @@ def show(profile: Profile, args: argparse.Namespace) -> None:
     elif args.threshold:
         g = _over_threshold(g, args.sort, args.threshold)
     if args.json:
-        dump(grouped_json(g))
+        dump(with_coverage(grouped_json(g), profile))
         return
     render_header(console, summary, _filter_note(base, shown, args) + _flat_notes(by))
     limit = 40 if args.limit is None else args.limit

@@ -31,6 +31,8 @@ def start(
     shapes: str = "sample",
     shape_seconds: float = 1.0,
     profile_memory: bool = True,
+    memory: str | None = None,
+    max_overhead: float | None = None,
     compile_capture: bool = True,
     steps: int | None = None,
     duration: float | None = None,
@@ -52,6 +54,14 @@ def start(
     ``shapes``: "sample" (default) records input shapes for the first second of profiled time and
     extrapolates FLOPs/bytes per context after that; "all" records them throughout (slower,
     exact with changing shapes); "off" records none (no FLOPs/bytes).
+    ``memory``: allocation events (``alloc_bytes``) in the same sampling window ("sample"), in every
+    window ("all") or not at all ("off"); default: "all" with ``shapes="all"``, "off" with
+    ``profile_memory=False``, else "sample".
+    ``max_overhead``: keep the time spent stopping, folding and starting windows at most this fraction
+    of the wall time since recording began (after the first 1.5 s of recording, in CPU time, which are always kept):
+    the next window waits until the run has caught up. 0: record everything. Default: 0.1, or 0 when
+    ``steps``, ``duration`` or ``schedule`` is given. The profile's ``coverage`` metadata says what was
+    recorded.
     """
     global _session
     if _session is not None:
@@ -66,6 +76,8 @@ def start(
         shapes=shapes,
         shape_seconds=shape_seconds,
         profile_memory=profile_memory,
+        memory=memory,
+        max_overhead=max_overhead,
         compile_capture=compile_capture,
     )
     s.start()

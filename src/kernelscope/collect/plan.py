@@ -74,6 +74,11 @@ class Plan:
             return step - self.skip_first >= (s.wait + s.warmup + s.active) * s.repeat
         return False
 
+    @property
+    def explicit(self) -> bool:
+        """The user said which steps or how long to record (the overhead budget then stays off)."""
+        return self.schedule is not None or self.steps is not None or self.duration is not None
+
     def wants(self, step: int, recorded_steps: int, recorded_seconds: float) -> bool:
         return self.recorded_step(step) and not self.finished(step, recorded_steps, recorded_seconds)
 

@@ -8,33 +8,37 @@ from __future__ import annotations
 
 import collections
 import gc
-import os
-import platform
-import socket
 import sys
+import threading
 import time
 from collections import defaultdict, deque
 from typing import TYPE_CHECKING, Any
 
 from ..attribute.engine import Attributor
-from ..attribute.shapes import extrapolate_costs
+from ..attribute.shapes import MEMORY_METRICS, SHAPE_METRICS, extrapolate_sampled, snapshot
 from ..attribute.tables import EventTables
 from ..model import FrameKind, Profile
 from ..model.profile import prune_empty
-from ._process import _git_commit, _quiet_fd, _sigint_deferred
+from ._process import _quiet_fd, _sigint_deferred
+from .budget import GRACE_SECONDS_DEFAULT, MAX_OVERHEAD_DEFAULT, Ledger, OverheadBudget
 from .compile.watch import CompileWatch
+from .lazy_compile import LazyCompile, preimport_inductor
+from .live_metadata import session_metadata
 from .modules import ModuleRegistry
 from .notes import session_notes, start_compile_capture
 from .plan import Plan
 from .safepoint import RangeCounter, restart_is_safe
 from .torch_events import TorchEvents, casts_by_line
-from .torch_meta import is_device_event, torch_devices
+from .torch_meta import is_device_event
 from .userframes import is_program_file
 
 if TYPE_CHECKING:
     from .torch_lines import Counter, LineMode, OperatorLines
 
 PROFILE_MEMORY_DEFAULT = True
+# Allocation events are ~40% of a window's fold: like shapes, recorded in the first window only by default
+# (later calls of a context get its alloc_bytes per call); None follows --shapes ("all" -> all).
+MEMORY_MODES = ("sample", "all", "off")
 RECORD_FROM = ("start", "first-call")
 # Fold as the run goes: a window is folded and a new one opened after this long or this many
 # torch calls (checked every FOLD_CHECK_CALLS torch calls, at module calls and at step()).
@@ -55,8 +59,9 @@ class Session:
     tree and dropped when it closes, so memory holds the tree, not the events. Windows open and close
     only at safe points (safepoint.py): at ``step()``, at ``nn.Module`` calls and at torch calls from
     Python (seen through the LineMode). A window is closed and a new one opened when it has run
-    ``fold_seconds`` or seen ``fold_calls`` torch calls, when the shape-recording window is over, and
-    where the plan (skip_first, schedule, steps, duration) says recording stops or starts.
+    ``fold_seconds`` or seen ``fold_calls`` torch calls, when the sampling window (shapes, allocations) is
+    over, and where the plan (skip_first, schedule, steps, duration) says recording stops or starts. After a
+    fold, the overhead budget (budget.py) may hold the next window back until the run has caught up.
     """
 
     def __init__(
@@ -65,6 +70,9 @@ class Session:
         shapes: str = "sample",
         shape_seconds: float = SHAPE_SECONDS_DEFAULT,
         profile_memory: bool = PROFILE_MEMORY_DEFAULT,
+        memory: str | None = None,
+        max_overhead: float | None = None,
+        grace_seconds: float = GRACE_SECONDS_DEFAULT,
         skip_first: int = 0,
         compile_capture: bool = True,
         argv: list[str] | None = None,
@@ -77,15 +85,25 @@ class Session:
             raise ValueError(f"shapes must be one of {', '.join(SHAPE_MODES)}, not {shapes!r}")
         if record_from not in RECORD_FROM:
             raise ValueError(f"record_from must be one of {', '.join(RECORD_FROM)}, not {record_from!r}")
+        if memory is None:
+            memory = "off" if not profile_memory else "all" if shapes == "all" else "sample"
+        if memory not in MEMORY_MODES:
+            raise ValueError(f"memory must be one of {', '.join(MEMORY_MODES)}, not {memory!r}")
         self.shapes = shapes
+        self.memory = memory
         self.shape_seconds = shape_seconds
-        self._shapes_sampled = False  # the shape-recording window is over
+        self._shapes_sampled = False  # the sampling window (shapes, allocations) is over
         self._window_shapes = False
+        self._window_memory = False
         self._window_start = 0.0
+        self._window_cpu = (0.0, 0)  # the recording thread's CPU time when the window opened, and that thread
         self._window_calls = 0
         self._shaped: dict[str, dict[int, float]] = {}
-        self.profile_memory = profile_memory
+        self.profile_memory = memory != "off"
         self.plan = plan if plan is not None else Plan(skip_first=skip_first)
+        if max_overhead is None:  # an explicit plan records what it asks for
+            max_overhead = 0.0 if self.plan.explicit else MAX_OVERHEAD_DEFAULT
+        self.budget = Ledger(OverheadBudget(max_overhead, grace_seconds))
         self.record_from = record_from
         self._armed = record_from == "first-call"  # waiting for the program's own first op or module call
         self.fold_seconds = fold_seconds
@@ -107,6 +125,7 @@ class Session:
         self.steps = 0
         self.recorded_steps = 0
         self.recorded_seconds = 0.0
+        self.recorded_cpu_seconds = 0.0  # the same windows in the recording thread's CPU time (the budget's grace)
         self.windows = 0
         self.deferred = 0  # window changes put off because the point was not safe
         self.start_time = time.time()
@@ -120,6 +139,7 @@ class Session:
         self._paused = False  # deactivate() from the API
         self._compiling = False  # torch.compile is compiling: not recorded (its events are huge)
         self._compile_watch: CompileWatch | None = None
+        self._lazy_compile = LazyCompile(self._start_compile_capture)
         self.compile_pauses = 0
         self._finalized = False
         self._busy = False  # inside a window change: hooks fired from it are ignored
@@ -132,14 +152,10 @@ class Session:
     def start(self) -> None:
         self.ranges.install()
         self.modules.install()
-        if self._want_compile:
-            self._compile = start_compile_capture(self.warnings)
-            if self._compile is not None:
-                from ..attribute.compiled_placer import CapturePlacer
-
-                self._engine.placer = CapturePlacer(self._compile)
+        preimport_inductor()  # what torch.profiler's first start imports: not inside the program's first op
         self._compile_watch = CompileWatch(self._compile_started, self._compile_ended)
         self._compile_watch.install()
+        self._lazy_compile.install()
         from .torch_lines import Counter, LineMode, OperatorLines
 
         self.calls = Counter(self._on_torch_call, every=1 if self._armed else FOLD_CHECK_CALLS)
@@ -149,6 +165,19 @@ class Session:
         self.lines.__enter__()  # type: ignore[no-untyped-call]
         if not self._armed:
             self._checkpoint()
+
+    def _start_compile_capture(self) -> None:
+        """The program is about to use torch.compile (lazy_compile.py): hook Dynamo and Inductor in, with
+        no window open (their imports would be recorded; stopping is always safe)."""
+        if self._prof is not None:
+            with _sigint_deferred():
+                self._close_window(clean=restart_is_safe(self.ranges))
+        if self._want_compile:
+            self._compile = start_compile_capture(self.warnings)
+            if self._compile is not None:
+                from ..attribute.compiled_placer import CapturePlacer
+
+                self._engine.placer = CapturePlacer(self._compile)
 
     @property
     def active(self) -> bool:
@@ -170,6 +199,7 @@ class Session:
         """Mark a step boundary: the plan counts steps; a due fold happens here."""
         if self._prof is not None:
             self.recorded_steps += 1
+        self.budget.step()
         self.steps += 1
         self._armed = False
         self._checkpoint()
@@ -205,17 +235,23 @@ class Session:
         if self._prof is not None:
             self.compile_pauses += 1
             self._close_window()
+        self._lazy_compile.fire()  # torch._dynamo.optimize without torch.compile
 
     def _compile_ended(self) -> None:
         self._compiling = False
 
     def _wanted(self) -> bool:
         if self._armed or self._paused or self._finalized or self._compiling:
+            self.budget.release()  # held time is time the budget alone kept from recording
             return False
         seconds = self.recorded_seconds
         if self._prof is not None:
             seconds += time.perf_counter() - self._window_start
-        return self.plan.wants(self.steps, self.recorded_steps, seconds)
+        if not self.plan.wants(self.steps, self.recorded_steps, seconds):
+            self.budget.release()
+            return False
+        # the budget is asked only between windows: it never cuts one short
+        return self._prof is not None or self.budget.may_open(self.recorded_cpu_seconds, self.steps)
 
     def _checkpoint(self) -> None:
         """A point between ops (module call, torch call, step): open, close or turn over a window."""
@@ -233,7 +269,7 @@ class Session:
 
     def _fold_due(self) -> bool:
         elapsed = time.perf_counter() - self._window_start
-        if self._window_shapes and self.shapes == "sample" and elapsed >= self.shape_seconds:
+        if self._window_sample and elapsed >= self.shape_seconds:
             return True
         calls = self.calls.calls - self._window_calls if self.calls is not None else 0
         return elapsed >= self.fold_seconds or calls >= self.fold_calls
@@ -252,6 +288,8 @@ class Session:
             with _sigint_deferred():
                 if close:
                     self._close_window(clean=True)
+                    if not self._wanted():  # the overhead budget holds the next window back
+                        return
                 self._open_window()
         finally:
             self._busy = False
@@ -264,12 +302,15 @@ class Session:
         self._cuda = torch.cuda.is_available()
         if self._cuda:
             activities.append(ProfilerActivity.CUDA)
-        self._window_shapes = self.shapes == "all" or (self.shapes == "sample" and not self._shapes_sampled)
+        t0 = time.perf_counter()
+        sample = not self._shapes_sampled
+        self._window_shapes = self.shapes == "all" or (self.shapes == "sample" and sample)
+        self._window_memory = self.memory == "all" or (self.memory == "sample" and sample)
         with _quiet_fd(2):
             prof = profile(
                 activities=activities,
                 record_shapes=self._window_shapes,
-                profile_memory=self.profile_memory,
+                profile_memory=self._window_memory,
                 with_stack=True,
                 with_modules=True,
             )
@@ -281,6 +322,8 @@ class Session:
         self._prof = prof
         self.windows += 1
         self._window_start = time.perf_counter()
+        self._window_cpu = (time.thread_time(), threading.get_ident())
+        self.budget.charge(self._window_start - t0)
         self._window_calls = self.calls.calls if self.calls is not None else 0
 
     def _close_window(self, clean: bool = False) -> None:
@@ -291,20 +334,35 @@ class Session:
             return
         self._prof = None
         self._clean_close = clean
-        self.recorded_seconds += time.perf_counter() - self._window_start
+        start = time.perf_counter()
+        self.recorded_seconds += start - self._window_start
+        cpu, thread = self._window_cpu  # CPU time, so that a loaded machine does not shorten the grace
+        self.recorded_cpu_seconds += (
+            time.thread_time() - cpu if thread == threading.get_ident() else start - self._window_start
+        )
         with _quiet_fd(2):
             prof.__exit__(None, None, None)
         t0 = time.perf_counter()
         self._fold(prof)
-        if self._window_shapes and self.shapes == "sample":
+        if self._window_sample:
             self._shapes_sampled = True
-            self._shaped = {m: dict(self.builder.metric_values(m)) for m in ("count", "flops", "bytes")}
+            self._shaped = snapshot(self.builder, self._sampled_metrics())
         # the profiler object sits in reference cycles with its results: break what we can and collect
         # the rest here, not in a later timed step (without the collection peak memory grows with the run)
         prof.profiler = None
         del prof
         gc.collect()
-        self.fold_time += time.perf_counter() - t0
+        end = time.perf_counter()
+        self.fold_time += end - t0
+        self.budget.charge(end - start)
+
+    @property
+    def _window_sample(self) -> bool:
+        """This window samples what later windows leave out (shapes, allocations)."""
+        return not self._shapes_sampled and (self.shapes == "sample" or self.memory == "sample")
+
+    def _sampled_metrics(self) -> tuple[str, ...]:
+        return (SHAPE_METRICS if self.shapes == "sample" else ()) + (MEMORY_METRICS if self.memory == "sample" else ())
 
     def scope_enter(self, name: str, metrics: dict[str, float] | None) -> bool:
         if not self.active:
@@ -317,6 +375,7 @@ class Session:
             with _sigint_deferred():
                 self._close_window()
             self._finalized = True
+            self.budget.end()
             if self.lines is not None:
                 self.lines.__exit__(None, None, None)  # type: ignore[no-untyped-call]
                 self.lines = None
@@ -325,12 +384,13 @@ class Session:
                 self.operators = None
             self.modules.remove()
             self.ranges.remove()
+            self._lazy_compile.remove()
             if self._compile_watch is not None:
                 self._compile_watch.remove()
             self.warnings.extend(
                 session_notes(self.plan.skip_first, self.steps, self.windows, self.events, self._armed)
             )
-        metadata = self._metadata()
+        metadata = session_metadata(self)
         if self._compile is not None:
             metadata["compile"] = self._compile.diagnostics()
             self.warnings.extend(self._compile.warnings)
@@ -349,10 +409,7 @@ class Session:
         self.warnings.extend(f"{what}: {n}" for what, n in sorted(self._fold_warnings.items()))
         self._fold_warnings.clear()
         metadata["warnings"] = list(self.warnings)
-        if self._shaped:
-            metadata["shapes"] = extrapolate_costs(self.builder, self._shaped, self.shape_seconds)
-        else:
-            metadata["shapes"] = {"mode": self.shapes}
+        metadata.update(extrapolate_sampled(self.builder, self._shaped, self.shapes, self.memory, self.shape_seconds))
         for metric in ("time_ns", "cpu_time_ns", "count"):
             self.builder.ensure_metric(metric)
         try:
@@ -419,38 +476,3 @@ class Session:
                 return frame.file, frame.line
             node = b.parent_of(node)
         return None
-
-    def _metadata(self) -> dict[str, Any]:
-        import torch
-
-        from .. import __version__
-
-        devices = torch_devices()
-        return {
-            "tool": "kernelscope",
-            "tool_version": __version__,
-            "source": {"format": "torch-live"},
-            "command": self.argv,
-            "start_time": self.start_time,
-            "host": socket.gethostname(),
-            "python": platform.python_version(),
-            "frameworks": {"torch": torch.__version__},
-            "devices": devices,
-            "rank": int(os.environ.get("RANK", "0")),
-            "world_size": int(os.environ.get("WORLD_SIZE", "1")),
-            "git_commit": _git_commit(),
-            "steps": self.steps,
-            "windows": self.windows,
-            "events": self.events,
-            "fold_seconds": self.fold_time,
-            "wall_ns": int(self.recorded_seconds * 1e9),  # wall time the recorded windows cover
-            "recording": {
-                "from": self.record_from,
-                "plan": self.plan.describe(),
-                "recorded_steps": self.recorded_steps,
-                "recorded_seconds": self.recorded_seconds,
-                "deferred_window_changes": self.deferred,
-                "paused_for_compiling": self.compile_pauses,
-            },
-            "device_run": self._device_run,
-        }

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from ..analysis.views import Grouped, TreeView
+from ..model import Profile
 
 SCHEMA = 1
 
@@ -51,6 +52,14 @@ def grouped_json(g: Grouped) -> dict[str, Any]:
         "rows": [{"key": k, "metrics": v} for k, v in g.rows],
         "total": g.total,
     }
+
+
+def with_coverage(doc: dict[str, Any], profile: Profile) -> dict[str, Any]:
+    """A live run's ``coverage`` metadata (what was recorded of the run) as ``doc["metadata"]``."""
+    coverage = profile.metadata.get("coverage")
+    if isinstance(coverage, dict):
+        doc["metadata"] = {"coverage": coverage}
+    return doc
 
 
 def dump(doc: Any, out: IO[str] | None = None, depth_hint: int = 0) -> None:

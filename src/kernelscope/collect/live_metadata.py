@@ -1,0 +1,51 @@
+"""The metadata of a live PyTorch profile: tool, host, devices, what was recorded and what was not."""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+from typing import TYPE_CHECKING, Any
+
+from ._process import _git_commit
+from .torch_meta import torch_devices
+
+if TYPE_CHECKING:
+    from .torch_live import Session
+
+
+def session_metadata(s: Session) -> dict[str, Any]:
+    import torch
+
+    from .. import __version__
+
+    devices = torch_devices()
+    return {
+        "tool": "kernelscope",
+        "tool_version": __version__,
+        "source": {"format": "torch-live"},
+        "command": s.argv,
+        "start_time": s.start_time,
+        "host": socket.gethostname(),
+        "python": platform.python_version(),
+        "frameworks": {"torch": torch.__version__},
+        "devices": devices,
+        "rank": int(os.environ.get("RANK", "0")),
+        "world_size": int(os.environ.get("WORLD_SIZE", "1")),
+        "git_commit": _git_commit(),
+        "steps": s.steps,
+        "windows": s.windows,
+        "events": s.events,
+        "fold_seconds": s.fold_time,
+        "wall_ns": int(s.recorded_seconds * 1e9),  # wall time the recorded windows cover
+        "recording": {
+            "from": s.record_from,
+            "plan": s.plan.describe(),
+            "recorded_steps": s.recorded_steps,
+            "recorded_seconds": s.recorded_seconds,
+            "deferred_window_changes": s.deferred,
+            "paused_for_compiling": s.compile_pauses,
+        },
+        "coverage": s.budget.coverage(s.recorded_seconds, s.recorded_steps, s.steps, s.recorded_cpu_seconds),
+        "device_run": s._device_run,
+    }

@@ -1,0 +1,283 @@
+"""The live collector's overhead budget, allocation sampling and coverage reporting."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from conftest import REPO, build, env_without_color
+from kernelscope.analysis.summary import coverage_note, summarize
+from kernelscope.collect.budget import Ledger, OverheadBudget
+from kernelscope.collect.plan import Plan, Schedule
+from kernelscope.model import Frame, FrameKind
+from kernelscope.render.header_text import header_items
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+# --- the decision, pure --------------------------------------------------------------------------
+
+
+def test_budget_allows_while_the_cost_is_within_the_fraction_of_the_run() -> None:
+    budget = OverheadBudget(0.1, grace_seconds=0.0)
+    assert budget.allows(cost=1.0, elapsed=10.0, recorded=5.0)
+    assert not budget.allows(cost=1.01, elapsed=10.0, recorded=5.0)
+    assert budget.resume_after(2.0) == pytest.approx(20.0)
+
+
+def test_grace_keeps_the_first_seconds_of_recording_and_zero_turns_the_budget_off() -> None:
+    assert OverheadBudget(0.1, grace_seconds=2.0).allows(cost=50.0, elapsed=1.0, recorded=1.9)
+    assert not OverheadBudget(0.1, grace_seconds=2.0).allows(cost=50.0, elapsed=1.0, recorded=2.0)
+    assert OverheadBudget(0.0, grace_seconds=0.0).allows(cost=1e9, elapsed=1.0, recorded=1e9)
+    with pytest.raises(ValueError):
+        OverheadBudget(-0.1)
+
+
+def test_ledger_holds_until_the_run_catches_up_and_says_what_it_held() -> None:
+    clock = FakeClock()
+    ledger = Ledger(OverheadBudget(0.1, grace_seconds=0.0), clock=clock)
+    assert ledger.may_open(recorded=0.0, steps=3)  # recording begins (3 steps were skipped before)
+    clock.now += 1.0  # a 1 s window ...
+    ledger.charge(2.0)  # ... that cost 2 s to fold
+    clock.now += 2.0
+    assert not ledger.may_open(recorded=1.0, steps=10)  # 2 s > 10% of 3 s
+    ledger.step()
+    ledger.step()
+    clock.now += 10.0
+    assert not ledger.may_open(recorded=1.0, steps=12)  # still held: one hold, not two
+    clock.now += 7.0  # 20 s since recording began: 2 s is 10% of it
+    assert ledger.may_open(recorded=1.0, steps=12)
+    ledger.end()
+    cov = ledger.coverage(recorded_seconds=1.0, recorded_steps=7, steps=12)
+    assert cov["budget_holds"] == 1
+    assert cov["held_seconds"] == pytest.approx(17.0)
+    assert cov["held_steps"] == 2
+    assert cov["run_seconds"] == pytest.approx(20.0)
+    assert cov["steps"] == 9
+    assert cov["overhead_seconds"] == pytest.approx(2.0)
+
+
+def test_an_explicit_plan_or_zero_records_everything_by_default() -> None:
+    from kernelscope.collect.budget import MAX_OVERHEAD_DEFAULT
+    from kernelscope.collect.torch_live import Session
+
+    assert Session().budget.budget.fraction == MAX_OVERHEAD_DEFAULT
+    assert Session(plan=Plan(skip_first=2)).budget.budget.fraction == MAX_OVERHEAD_DEFAULT
+    for plan in (Plan(steps=3), Plan(duration=1.0), Plan(schedule=Schedule(wait=1, active=2))):
+        assert Session(plan=plan).budget.budget.fraction == 0.0
+    assert Session(plan=Plan(steps=3), max_overhead=0.2).budget.budget.fraction == 0.2  # asked for both
+    assert Session(max_overhead=0).budget.budget.fraction == 0.0
+
+
+def test_memory_follows_shapes_unless_asked() -> None:
+    from kernelscope.collect.torch_live import Session
+
+    assert Session().memory == "sample"
+    assert Session(shapes="all").memory == "all"
+    assert Session(profile_memory=False).memory == "off"
+    assert Session(shapes="all", memory="sample").memory == "sample"
+    with pytest.raises(ValueError):
+        Session(memory="some")
+
+
+# --- what the views say ----------------------------------------------------------------------------
+
+COVERAGE = {
+    "run_seconds": 40.0,
+    "recorded_seconds": 4.0,
+    "steps": 400,
+    "recorded_steps": 38,
+    "max_overhead": 0.1,
+    "grace_seconds": 2.0,
+    "overhead_seconds": 4.0,
+    "budget_holds": 2,
+    "held_seconds": 33.5,
+    "held_steps": 350,
+}
+
+
+def _profile(coverage: dict[str, float] | None) -> object:
+    md: dict[str, object] = {"command": ["train.py"], "source": {"format": "torch-live"}, "wall_ns": 4e9}
+    if coverage is not None:
+        md["coverage"] = coverage
+    return build([([Frame.op("aten::mm")], {"time_ns": 1e9, "count": 1.0})], md)
+
+
+def test_the_header_says_what_the_budget_left_out() -> None:
+    note = coverage_note({"coverage": COVERAGE})
+    assert note == (
+        "recorded 4.0 s of 40.0 s (10%), 38 of 400 steps: the 10% overhead budget held recording back "
+        "2 time(s) for 33.5 s (run --max-overhead 0 to record everything)"
+    )
+    assert header_items(summarize(_profile(COVERAGE)))[-1] == [note]  # type: ignore[arg-type]
+    # a run that recorded everything it was asked for says nothing more
+    assert coverage_note({"coverage": {**COVERAGE, "budget_holds": 0}}) is None
+    assert len(header_items(summarize(_profile(None)))) == 2  # type: ignore[arg-type]
+
+
+def test_view_json_carries_the_coverage(tmp_path: object) -> None:
+    from pathlib import Path
+
+    path = Path(str(tmp_path)) / "c.ksprof"
+    _profile(COVERAGE).save(str(path))  # type: ignore[attr-defined]
+    for by in ("tree", "op"):
+        r = subprocess.run(
+            [sys.executable, "-m", "kernelscope", "view", str(path), "--by", by, "--json"],
+            capture_output=True,
+            text=True,
+            env=env_without_color(),
+            cwd=REPO,
+        )
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["metadata"] == {"coverage": COVERAGE}
+    r = subprocess.run(
+        [sys.executable, "-m", "kernelscope", "view", str(path)],
+        capture_output=True,
+        text=True,
+        env=env_without_color(),
+        cwd=REPO,
+    )
+    assert "overhead budget held recording back 2 time(s)" in " ".join(r.stdout.split())
+
+
+# --- real sessions (torch) ---------------------------------------------------------------------------
+
+
+class CostlyLedger(Ledger):
+    """Every window change costs ``extra`` seconds more than it did: a fold that never catches up."""
+
+    extra = 1000.0
+
+    def charge(self, seconds: float) -> None:
+        super().charge(seconds + self.extra)
+
+
+def _adds(profile: object) -> float:
+    p = profile
+    return sum(
+        p.exclusive("count")[n]  # type: ignore[attr-defined]
+        for n in range(1, len(p))  # type: ignore[arg-type]
+        if p.frame_of(n).name == "aten::add"  # type: ignore[attr-defined]
+    )
+
+
+def _session_run(ledger: Ledger | None, **options: object) -> object:
+    import torch
+
+    from kernelscope.collect.torch_live import Session
+
+    s = Session(compile_capture=False, fold_seconds=1e9, fold_calls=1000, **options)  # type: ignore[arg-type]
+    if ledger is not None:
+        s.budget = ledger
+    s.start()
+    x = torch.ones(8)
+    for _ in range(6000):
+        x = x + 1
+    return s.finalize()
+
+
+@pytest.mark.slow
+def test_a_costly_fold_records_fewer_windows_and_zero_records_all() -> None:
+    pytest.importorskip("torch")
+    held = _session_run(CostlyLedger(OverheadBudget(0.1, grace_seconds=0.0)))
+    full = _session_run(None, max_overhead=0.0)
+    held_md, full_md = held.metadata, full.metadata  # type: ignore[attr-defined]
+    assert full_md["windows"] >= 5 and full_md["coverage"]["budget_holds"] == 0
+    assert _adds(full) == 6000
+    assert held_md["windows"] == 1  # the first window's cost holds every later one back
+    assert held_md["coverage"]["budget_holds"] == 1
+    assert held_md["coverage"]["held_seconds"] > 0
+    assert 0 < _adds(held) < 6000
+    assert coverage_note(held_md) is not None
+
+
+@pytest.mark.slow
+def test_sampled_allocations_give_later_windows_their_alloc_bytes() -> None:
+    torch = pytest.importorskip("torch")
+
+    from kernelscope.collect.torch_live import Session
+
+    def run(memory: str) -> object:
+        # the sampling window ends at the first check (after ~1024 torch calls), later ones every ~1024
+        s = Session(compile_capture=False, memory=memory, shape_seconds=0.0, fold_calls=500, max_overhead=0)
+        s.start()
+        for _ in range(3000):
+            torch.ones(256).mul(2)
+        return s.finalize()
+
+    sampled, full = run("sample"), run("all")
+    md = sampled.metadata  # type: ignore[attr-defined]
+    assert md["windows"] >= 3 and md["memory"]["mode"] == "sample"
+    assert md["memory"]["extrapolated_calls"] > 0
+    # each op call allocates the same: sampling gives the exact totals, op by op
+    ops = [_op_allocs(p) for p in (sampled, full)]
+    assert ops[1]["aten::empty"] >= 3000 * 256 * 4
+    assert ops[0] == pytest.approx(ops[1])
+    # (allocations outside any op, 8 B per iteration here, sit on a line, with no calls to scale by)
+    assert sampled.total("alloc_bytes") == pytest.approx(full.total("alloc_bytes"), rel=0.01)  # type: ignore[attr-defined]
+
+
+def _op_allocs(p: Any) -> dict[str, float]:
+    out: dict[str, float] = {}
+    alloc = p.exclusive("alloc_bytes")
+    for n in range(1, len(p)):
+        f = p.frame_of(n)
+        if f.kind is FrameKind.OP and alloc[n]:
+            out[f.name] = out.get(f.name, 0.0) + float(alloc[n])
+    return out
+
+
+@pytest.mark.slow
+def test_run_takes_the_budget_and_memory_options(tmp_path: Any) -> None:
+    pytest.importorskip("torch")
+    from kernelscope import load
+
+    def run(*options: str) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "kernelscope", "run", "--no-view", *options, "-o", str(tmp_path / "o.ksprof")]
+        script = str(REPO / "tests" / "fixtures" / "op_lines.py")
+        return subprocess.run([*cmd, script], capture_output=True, text=True, env=env_without_color(), cwd=tmp_path)
+
+    for bad in (["--max-overhead", "-1"], ["--max-overhead", "lots"], ["--memory", "some"]):
+        r = run(*bad)
+        assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = run("--max-overhead", "0.25", "--memory", "all")
+    assert r.returncode == 0, r.stderr
+    md = load(str(tmp_path / "o.ksprof")).metadata
+    assert md["coverage"]["max_overhead"] == 0.25 and md["memory"] == {"mode": "all"}
+    assert "overhead budget" not in r.stderr  # a short run is recorded whole
+
+
+LAZY = """
+import sys
+import torch
+from kernelscope.collect.lazy_compile import LazyCompile
+
+original = torch.compile
+fired = []
+lazy = LazyCompile(lambda: fired.append(True))
+lazy.install()
+assert "torch._dynamo" not in sys.modules and not fired  # nothing imported for a program that never compiles
+f = torch.compile(lambda x: x + 1)
+assert fired == [True] and torch.compile is original  # hooked in before the first compilation, then gone
+assert callable(f)  # (not called: compiling takes ~20 s here)
+lazy.remove()
+assert torch.compile is original
+print("ok")
+"""
+
+
+@pytest.mark.slow
+def test_compile_capture_starts_only_when_the_program_compiles() -> None:
+    pytest.importorskip("torch")
+    r = subprocess.run([sys.executable, "-c", LAZY], capture_output=True, text=True, env=env_without_color(), cwd=REPO)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr
