@@ -190,7 +190,8 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
                     elif around is not None:
                         parent = tree.child_frame(around, Frame.backward())
                     else:
-                        unmatched_bw += 1
+                        if seq[i] >= 0:  # (gradient accumulation has no sequence number: no forward op to miss)
+                            unmatched_bw += 1
                         if parent == base:
                             parent = tree.child_frame(base, Frame.scope(NO_FORWARD_SCOPE))
                         parent = tree.child_frame(parent, Frame.backward())

@@ -6,7 +6,6 @@ each) that are folded into the calling-context tree as the run goes (see Session
 
 from __future__ import annotations
 
-import collections
 import gc
 import sys
 import threading
@@ -14,10 +13,8 @@ import time
 from collections import defaultdict, deque
 from typing import TYPE_CHECKING, Any
 
-from ..attribute.engine import Attributor
 from ..attribute.shapes import MEMORY_METRICS, SHAPE_METRICS, extrapolate_sampled, snapshot
-from ..attribute.tables import EventTables
-from ..model import FrameKind, Profile
+from ..model import Profile
 from ..model.profile import prune_empty
 from ._process import _quiet_fd, _sigint_deferred
 from .budget import GRACE_SECONDS_DEFAULT, MAX_OVERHEAD_DEFAULT, Ledger, OverheadBudget
@@ -28,8 +25,7 @@ from .modules import ModuleRegistry
 from .notes import session_notes, start_compile_capture
 from .plan import Plan
 from .safepoint import RangeCounter, restart_is_safe
-from .torch_events import TorchEvents, casts_by_line
-from .torch_meta import is_device_event
+from .torch_fold import WindowFolder
 from .userframes import is_program_file
 
 if TYPE_CHECKING:
@@ -109,19 +105,14 @@ class Session:
         self.fold_seconds = fold_seconds
         self.fold_calls = fold_calls
         self.modules = ModuleRegistry(self._on_module_call)
-        # the one attribution engine, folding window by window (attribute.engine)
-        self._fold_warnings: collections.Counter[str] = collections.Counter()
-        self._tables = EventTables(self._fold_warnings)
-        self._engine = Attributor(self._tables, self._fold_warnings, host_timeline=False)
-        self.builder = self._engine.tree.b
-        self._events = TorchEvents(self._tables, self.modules.path)
-        # dtype conversions by (file, line, from, to): the dtype round-trip rule reads them
-        self.casts: collections.Counter[tuple[str, int, str, str]] = collections.Counter()
         self.ranges = RangeCounter()
         self.lines: LineMode | None = None  # while waiting for the first op, and for module-less programs
         self.operators: OperatorLines | None = None
         self.calls: Counter | None = None
         self.scope_metrics: dict[str, deque[dict[str, float]]] = defaultdict(deque)
+        # the one attribution engine, folding window by window (torch_fold, attribute.engine)
+        self.folder = WindowFolder(self.modules.path, self.scope_metrics)
+        self.builder = self.folder.builder
         self.steps = 0
         self.recorded_steps = 0
         self.recorded_seconds = 0.0
@@ -177,7 +168,7 @@ class Session:
             if self._compile is not None:
                 from ..attribute.compiled_placer import CapturePlacer
 
-                self._engine.placer = CapturePlacer(self._compile)
+                self.folder.set_placer(CapturePlacer(self._compile))
 
     @property
     def active(self) -> bool:
@@ -401,78 +392,20 @@ class Session:
             self._triton.graft(self.builder)
             self.warnings.extend(self._triton.warnings)
             self._triton = None
-        if self.casts:
-            metadata["casts"] = [
-                {"file": f, "line": ln, "from": a, "to": b, "calls": n}
-                for (f, ln, a, b), n in sorted(self.casts.items())
-            ]
-        self.warnings.extend(f"{what}: {n}" for what, n in sorted(self._fold_warnings.items()))
-        self._fold_warnings.clear()
-        metadata["warnings"] = list(self.warnings)
         metadata.update(extrapolate_sampled(self.builder, self._shaped, self.shapes, self.memory, self.shape_seconds))
         for metric in ("time_ns", "cpu_time_ns", "count"):
             self.builder.ensure_metric(metric)
-        try:
-            return prune_empty(self._engine.build(metadata))
-        finally:
-            self._tables.close()
+        return prune_empty(self.folder.build(metadata, self.warnings))
 
     # --- folding ---------------------------------------------------------------
     def _fold(self, prof: Any) -> None:
         """One window's events through the engine, into the tree (the events are dropped after)."""
-        results = prof.profiler.kineto_results
         self.modules.resolve()
-        roots = results.experimental_event_tree()
-        conv = self._events
-        conv.regions = 0
-        self.events += conv.add(roots, shapes=self._window_shapes, cuda=self._cuda)
-        if self._compile is not None and conv.regions:
-            try:
-                self._compile.observe_events(roots)
-            except Exception as exc:  # private torch data: degrade to a warning, never lose the profile
-                self.warnings.append(f"compiled-region timing skipped ({type(exc).__name__}: {exc})")
-        del roots
-        if self._cuda:  # device kernels come from Kineto's flat event list
-            conv.add_device(e for e in results.events() if is_device_event(e))
-        engine = self._engine
-        engine.watch = self._watch_labels()
-        engine.fold()
-        engine.flush()
-        self._device_run = engine.device_seen
-        self._attach_watched()
-
-    def _watch_labels(self) -> frozenset[int]:
-        """The frames whose nodes the engine reports: casts, and scopes the program passed metrics for."""
-        from ..model import Frame
-
-        labels = {self._events.cast_label}
-        for name, queue in self.scope_metrics.items():
-            if queue:
-                labels.add(self._tables.frame(Frame.scope(name)))
-        return frozenset(labels)
-
-    def _attach_watched(self) -> None:
-        engine = self._engine
-        watched = sorted(engine.watched, key=lambda w: (w[3], w[2]))  # in time order
-        engine.watched.clear()
-        b = self.builder
-        cast_label = self._events.cast_label
-        casts = [w for w in watched if w[0] == cast_label]
-        if casts and self._events.casts:
-            casts_by_line(casts, self._events.casts, self._line_of, self.casts)
-        self._events.casts.clear()
-        for label, node, _thread, _start in watched:
-            if label == cast_label:
-                continue
-            queue = self.scope_metrics.get(self._tables.frames[label].name)
-            if queue:
-                b.add_many(node, queue.popleft())
-
-    def _line_of(self, node: int) -> tuple[str, int] | None:
-        b = self.builder
-        while node > 0:
-            frame = b.frame_of(node)
-            if frame.kind is FrameKind.PYTHON:
-                return frame.file, frame.line
-            node = b.parent_of(node)
-        return None
+        self.events += self.folder.fold(
+            prof.profiler.kineto_results,
+            shapes=self._window_shapes,
+            cuda=self._cuda,
+            compile_capture=self._compile,
+            notes=self.warnings,
+        )
+        self._device_run = self.folder.device_run

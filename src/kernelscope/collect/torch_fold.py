@@ -1,0 +1,117 @@
+"""A live torch session's windows, folded through the one engine into one tree.
+
+``WindowFolder`` owns the record tables, the engine (``attribute.engine.Attributor``, which keeps the
+tree, the metrics and the forward contexts between windows) and the converter of torch's events
+(``torch_events``). After each window it attaches what the records do not carry: the metrics a program
+passed to its scopes, and the dtypes of each cast by the line that asked for it.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..attribute.engine import Attributor, Placer
+from ..attribute.tables import EventTables
+from ..model import Frame, FrameKind, Profile, ProfileBuilder
+from .torch_events import TorchEvents, casts_by_line
+from .torch_meta import is_device_event
+
+
+class WindowFolder:
+    def __init__(
+        self,
+        module_path: Callable[[int], tuple[str, str] | None],
+        scope_metrics: Mapping[str, deque[dict[str, float]]],
+    ) -> None:
+        self.warnings: collections.Counter[str] = collections.Counter()
+        self.tables = EventTables(self.warnings)
+        self.engine = Attributor(self.tables, self.warnings, host_timeline=False)
+        self.events = TorchEvents(self.tables, module_path)
+        self.scope_metrics = scope_metrics
+        # dtype conversions by (file, line, from, to): the dtype round-trip rule reads them
+        self.casts: collections.Counter[tuple[str, int, str, str]] = collections.Counter()
+
+    @property
+    def builder(self) -> ProfileBuilder:
+        """The tree, complete between windows."""
+        return self.engine.tree.b
+
+    @property
+    def device_run(self) -> bool:
+        return self.engine.device_seen
+
+    def set_placer(self, placer: Placer) -> None:
+        self.engine.placer = placer
+
+    def fold(self, results: Any, *, shapes: bool, cuda: bool, compile_capture: Any, notes: list[str]) -> int:
+        """One window (``prof.profiler.kineto_results``) into the tree; returns the events read."""
+        roots = results.experimental_event_tree()
+        conv = self.events
+        conv.regions = 0
+        events = conv.add(roots, shapes=shapes, cuda=cuda)
+        if compile_capture is not None and conv.regions:
+            try:
+                compile_capture.observe_events(roots)
+            except Exception as exc:  # private torch data: degrade to a warning, never lose the profile
+                notes.append(f"compiled-region timing skipped ({type(exc).__name__}: {exc})")
+        del roots
+        if cuda:  # device kernels come from Kineto's flat event list
+            conv.add_device(e for e in results.events() if is_device_event(e))
+        engine = self.engine
+        engine.watch = self._watch_labels()
+        engine.fold()
+        engine.flush()
+        self._attach_watched()
+        return events
+
+    def build(self, metadata: dict[str, Any], notes: list[str]) -> Profile:
+        """The profile (the tables' spilled files are removed). ``notes`` gets the fold's warnings."""
+        if self.casts:
+            metadata["casts"] = [
+                {"file": f, "line": ln, "from": a, "to": b, "calls": n}
+                for (f, ln, a, b), n in sorted(self.casts.items())
+            ]
+        notes.extend(f"{what}: {n}" for what, n in sorted(self.warnings.items()))
+        self.warnings.clear()
+        metadata["warnings"] = list(notes)
+        try:
+            return self.engine.build(metadata)
+        finally:
+            self.tables.close()
+
+    def _watch_labels(self) -> frozenset[int]:
+        """The frames whose nodes the engine reports: casts, and scopes the program passed metrics for."""
+        labels = {self.events.cast_label}
+        for name, queue in self.scope_metrics.items():
+            if queue:
+                labels.add(self.tables.frame(Frame.scope(name)))
+        return frozenset(labels)
+
+    def _attach_watched(self) -> None:
+        engine = self.engine
+        watched = sorted(engine.watched, key=lambda w: (w[3], w[2]))  # in time order
+        engine.watched.clear()
+        b = self.builder
+        cast_label = self.events.cast_label
+        casts = [w for w in watched if w[0] == cast_label]
+        if casts and self.events.casts:
+            casts_by_line(casts, self.events.casts, self._line_of, self.casts)
+        self.events.casts.clear()
+        for label, node, _thread, _start in watched:
+            if label == cast_label:
+                continue
+            queue = self.scope_metrics.get(self.tables.frames[label].name)
+            if queue:
+                b.add_many(node, queue.popleft())
+
+    def _line_of(self, node: int) -> tuple[str, int] | None:
+        b = self.builder
+        while node > 0:
+            frame = b.frame_of(node)
+            if frame.kind is FrameKind.PYTHON:
+                return frame.file, frame.line
+            node = b.parent_of(node)
+        return None
