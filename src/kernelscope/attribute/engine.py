@@ -128,10 +128,6 @@ class Attributor:
         self.fwd_prev, self.fwd_seq = self.fwd_seq, {}
         self.fwd_seq_from_bw = set()
 
-    def forward_op(self, seq: int) -> int | None:
-        node = self.fwd_seq.get(seq)
-        return node if node is not None else self.fwd_prev.get(seq)
-
     def flush(self) -> None:
         """Add the metrics folded so far to the tree's builder (and start the columns afresh), so that the
         builder is complete between folds."""
