@@ -147,7 +147,7 @@ class Attributor:
                 if value:
                     b.add(node, name, value)
             col.clear()
-        self.op_time.clear()
+        self.op_time.clear()  # (whichever of the two time columns was not used)
         self.device_time.clear()
 
     def build(self, metadata: dict[str, Any]) -> Profile:

@@ -106,6 +106,7 @@ class TorchEvents:
         pid = self.pid
         tags = self._tags
         user_files = self._user
+        session_files = self._session_files
         PYTHON, MODULE, OP, SCOPE, MEMORY = Kind.PYTHON, Kind.MODULE, Kind.OP, Kind.SCOPE, Kind.MEMORY
         OVERHEAD = Kind.OVERHEAD
         roots = list(roots)
@@ -138,8 +139,8 @@ class TorchEvents:
                     if user is None:
                         user = user_files[file] = is_user_file(file)
                         if file.endswith(_SESSION_FILE):
-                            self._session_files.add(file)
-                    if file in self._session_files and tag == "PyCall" and ex.callsite.function_name in _OWN_WORK:
+                            session_files.add(file)
+                    if file in session_files and tag == "PyCall" and ex.callsite.function_name in _OWN_WORK:
                         # the session opening, closing or folding a window: kernelscope's time, not the line's
                         th = threads.get(ev.start_tid)
                         if th is None:
