@@ -57,12 +57,46 @@ class LazyCompile:
         self._original = self._wrapper = None
 
 
-def preimport_inductor() -> None:
-    """Import the ``torch._inductor`` package now: torch.profiler's start does (``hasattr(torch,
-    "_inductor")``, ~1.3 s), and it should not happen inside the program's first op."""
-    import importlib
+class CompileEntry:
+    """Calls ``entered`` just before Dynamo compiles a frame and ``left`` just after, before the compiled
+    code first runs: a thin wrapper on ``torch._dynamo.convert_frame._compile`` (looked up by name at each
+    compilation), removed afterwards. What Dynamo compiles is untouched."""
 
-    try:
-        importlib.import_module("torch._inductor")
-    except Exception:  # the profiler will meet the same problem and handle it its way
-        return
+    def __init__(self, entered: Callable[[], None], left: Callable[[], None]) -> None:
+        self._entered = entered
+        self._left = left
+        self._original: Any = None
+        self._wrapper: Any = None
+
+    def install(self) -> None:
+        if self._wrapper is not None:
+            return
+        try:
+            from torch._dynamo import convert_frame
+        except ImportError:  # pragma: no cover - a torch without Dynamo
+            return
+        original = convert_frame._compile
+        entered, left = self._entered, self._left
+
+        @functools.wraps(original)
+        def _compile(*args: Any, **kwargs: Any) -> Any:
+            skip = kwargs.get("skip")
+            if isinstance(skip, int):
+                kwargs["skip"] = skip + 1  # Dynamo counts the frames between it and the user's frame
+            entered()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                left()
+
+        self._original, self._wrapper = original, _compile
+        convert_frame._compile = _compile
+
+    def remove(self) -> None:
+        if self._wrapper is None:
+            return
+        from torch._dynamo import convert_frame
+
+        if convert_frame._compile is self._wrapper:
+            convert_frame._compile = self._original
+        self._original = self._wrapper = None

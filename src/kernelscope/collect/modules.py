@@ -13,18 +13,24 @@ class ModuleRegistry:
     out when a window is folded, from the outermost modules seen.
     """
 
-    def __init__(self, on_call: Any = None) -> None:
+    def __init__(self, on_call: Any = None, on_outer_return: Any = None) -> None:
         self._seen: dict[int, Any] = {}
         self._paths: dict[int, tuple[str, str]] = {}
-        self._handle: Any = None
+        self._handles: list[Any] = []
         self._on_call = on_call  # called at every eager module call: a safe point between ops
+        self._on_outer_return = on_outer_return  # called when the outermost module call returns
+        self.depth = 0  # eager module calls open on the main thread
 
     def install(self) -> None:
         import torch
 
+        import threading
+
         seen = self._seen
         is_compiling = torch.compiler.is_compiling
-        on_call = self._on_call
+        on_call, on_outer_return = self._on_call, self._on_outer_return
+        main = threading.main_thread()
+        registry = self
 
         def hook(module: Any, args: Any) -> None:
             # Under torch.compile tracing this is constant-folded away: recording the module
@@ -32,18 +38,30 @@ class ModuleRegistry:
             # from Inductor's provenance instead.
             if not is_compiling():
                 seen.setdefault(id(module), module)
+                if threading.current_thread() is main:
+                    registry.depth += 1
                 if on_call is not None:
                     on_call()
 
-        self._handle = torch.nn.modules.module.register_module_forward_pre_hook(hook)
+        def returned(module: Any, args: Any, output: Any) -> None:
+            if not is_compiling() and threading.current_thread() is main and registry.depth > 0:
+                registry.depth -= 1
+                if registry.depth == 0 and on_outer_return is not None:
+                    on_outer_return()
+
+        hooks = torch.nn.modules.module
+        self._handles = [
+            hooks.register_module_forward_pre_hook(hook),
+            hooks.register_module_forward_hook(returned, always_call=True),
+        ]
         # torch warns that global hooks fire once more for an OptimizedModule: harmless for a
         # hook that only remembers modules, and noise in the user's output.
         warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks")
 
     def remove(self) -> None:
-        if self._handle is not None:
-            self._handle.remove()
-            self._handle = None
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
 
     def resolve(self) -> None:
         if len(self._paths) >= len(self._seen):

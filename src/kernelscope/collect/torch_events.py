@@ -98,7 +98,9 @@ class TorchEvents:
         return hit
 
     # --- host events -------------------------------------------------------
-    def add(self, roots: Iterable[Any], *, shapes: bool, cuda: bool) -> int:
+    def add(
+        self, roots: Iterable[Any], *, shapes: bool, cuda: bool, compiling: tuple[tuple[int, int], ...] = ()
+    ) -> int:
         """Write one window's event tree; returns the number of events read."""
         t = self.tables
         host = t.host.data.extend
@@ -189,10 +191,20 @@ class TorchEvents:
                 name: str = ev.name
             except UnicodeDecodeError:  # seen with torch.compile on 2.13: a corrupt name
                 name = "<undecodable op name>"
+            start = ev.start_time_ns
+            if compiling and any(a <= start <= b for a, b in compiling):
+                continue  # torch.compile compiling inside a window (a lazy backward): compile metrics say it
+            if name.endswith(" (dynamo_timed)") or (
+                compiling
+                and "compile" in name
+                and any(start < b and start + ev.duration_time_ns > a for a, b in compiling)
+            ):  # torch.compile's phase timers: not ops of the program, transparent
+                if children:
+                    stack.extend((c, last, user_fn, bw, bound) for c in reversed(children))
+                continue
             th = threads.get(ev.start_tid)
             if th is None:
                 th = threads[ev.start_tid] = thread_of(pid, ev.start_tid)
-            start = ev.start_time_ns
             dur = ev.duration_time_ns
             end = start + dur
             if end > bound and not children:

@@ -46,12 +46,22 @@ class WindowFolder:
     def set_placer(self, placer: Placer) -> None:
         self.engine.placer = placer
 
-    def fold(self, results: Any, *, shapes: bool, cuda: bool, compile_capture: Any, notes: list[str]) -> int:
-        """One window (``prof.profiler.kineto_results``) into the tree; returns the events read."""
+    def fold(
+        self,
+        results: Any,
+        *,
+        shapes: bool,
+        cuda: bool,
+        compile_capture: Any,
+        notes: list[str],
+        compiling: tuple[tuple[int, int], ...] = (),
+    ) -> int:
+        """One window (``prof.kineto_results``) into the tree; returns the events read. ``compiling``: spans
+        (ns) in which torch.compile compiled inside the window: their ops are compile work, left out."""
         roots = results.experimental_event_tree()
         conv = self.events
         conv.regions = 0
-        events = conv.add(roots, shapes=shapes, cuda=cuda)
+        events = conv.add(roots, shapes=shapes, cuda=cuda, compiling=compiling)
         if compile_capture is not None and conv.regions:
             try:
                 compile_capture.observe_events(roots)

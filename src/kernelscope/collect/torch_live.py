@@ -19,12 +19,13 @@ from ..model.profile import prune_empty
 from ._process import _quiet_fd, _sigint_deferred
 from .budget import GRACE_SECONDS_DEFAULT, MAX_OVERHEAD_DEFAULT, Ledger, OverheadBudget
 from .compile.watch import CompileWatch
-from .lazy_compile import LazyCompile, preimport_inductor
+from .lazy_compile import CompileEntry, LazyCompile
 from .live_metadata import session_metadata
 from .modules import ModuleRegistry
 from .notes import session_notes, start_compile_capture
 from .plan import Plan
-from .safepoint import RangeCounter, restart_is_safe
+from .safepoint import StackSafety, in_backward
+from .steps import StepDetector
 from .torch_fold import WindowFolder
 from .userframes import is_program_file
 
@@ -104,8 +105,9 @@ class Session:
         self._armed = record_from == "first-call"  # waiting for the program's own first op or module call
         self.fold_seconds = fold_seconds
         self.fold_calls = fold_calls
-        self.modules = ModuleRegistry(self._on_module_call)
-        self.ranges = RangeCounter()
+        self.modules = ModuleRegistry(self._on_module_call, self._on_outer_module_return)
+        self.safety = StackSafety()
+        self.step_source: StepDetector = StepDetector(self._auto_step)
         self.lines: LineMode | None = None  # while waiting for the first op, and for module-less programs
         self.operators: OperatorLines | None = None
         self.calls: Counter | None = None
@@ -131,19 +133,24 @@ class Session:
         self._compiling = False  # torch.compile is compiling: not recorded (its events are huge)
         self._compile_watch: CompileWatch | None = None
         self._lazy_compile = LazyCompile(self._start_compile_capture)
+        self._compile_entry = CompileEntry(self._compile_entered, self._compile_left)
         self.compile_pauses = 0
         self._finalized = False
         self._busy = False  # inside a window change: hooks fired from it are ignored
-        self._clean_close = True  # the last window closed where no op was open (or none was opened yet)
         self.warnings: list[str] = []
         self.fold_time = 0.0
         self.events = 0
+        self._at_step = False  # inside _count_step: a step boundary
+        self._compile_since: int | None = None  # torch.compile compiling inside the open window since (ns)
+        self._compile_spans: list[tuple[int, int]] = []
+        self._last_step: float | None = None
+        self._step_seconds = 0.0  # the last step's wall time
 
     # --- lifecycle ---------------------------------------------------------------
     def start(self) -> None:
-        self.ranges.install()
+        self.safety.install()
         self.modules.install()
-        preimport_inductor()  # what torch.profiler's first start imports: not inside the program's first op
+        self.step_source.install()
         self._compile_watch = CompileWatch(self._compile_started, self._compile_ended)
         self._compile_watch.install()
         self._lazy_compile.install()
@@ -159,10 +166,11 @@ class Session:
 
     def _start_compile_capture(self) -> None:
         """The program is about to use torch.compile (lazy_compile.py): hook Dynamo and Inductor in, with
-        no window open (their imports would be recorded; stopping is always safe)."""
+        no window open (their imports would be recorded)."""
         if self._prof is not None:
             with _sigint_deferred():
-                self._close_window(clean=restart_is_safe(self.ranges))
+                self._close_window()
+        self._compile_entry.install()
         if self._want_compile:
             self._compile = start_compile_capture(self.warnings)
             if self._compile is not None:
@@ -184,16 +192,32 @@ class Session:
         """API: pause recording. Stopping is always safe."""
         self._paused = True
         with _sigint_deferred():  # a Ctrl-C mid-fold would lose the window's events
-            self._close_window(clean=restart_is_safe(self.ranges))
+            self._close_window()
 
     def step(self) -> None:
-        """Mark a step boundary: the plan counts steps; a due fold happens here."""
+        """The program's own step boundary (``kernelscope.step()``): from now on the only steps counted."""
+        self.step_source.explicit()
+        self._count_step()
+
+    def _auto_step(self) -> None:
+        """A step boundary found without the program's help (steps.py)."""
+        self._count_step()
+
+    def _count_step(self) -> None:
+        now = time.perf_counter()
+        if self._last_step is not None:
+            self._step_seconds = now - self._last_step
+        self._last_step = now
         if self._prof is not None:
             self.recorded_steps += 1
         self.budget.step()
         self.steps += 1
         self._armed = False
-        self._checkpoint()
+        self._at_step = True
+        try:
+            self._checkpoint()
+        finally:
+            self._at_step = False
 
     def _on_torch_call(self) -> None:
         if self._armed:
@@ -218,18 +242,39 @@ class Session:
                 self.lines = None
         self._checkpoint()
 
+    def _on_outer_module_return(self) -> None:
+        self.step_source.outer_module_returned()
+
     def _compile_started(self) -> None:
         """Compiling records millions of Python events and is not the program's steady state: stop the
-        window when torch.compile starts (stopping is safe anywhere); the next safe point after it starts
-        a new one. Compile times come from torch's own compile metrics (collect.compile)."""
+        window when torch.compile starts (stopping is safe anywhere). Compile times come from torch's own
+        compile metrics (collect.compile)."""
         self._compiling = True
         if self._prof is not None:
             self.compile_pauses += 1
             self._close_window()
+        if self._prof is not None:  # could not stop (inside backward): its ops are left out at the fold
+            self._compile_since = time.time_ns()
         self._lazy_compile.fire()  # torch._dynamo.optimize without torch.compile
 
     def _compile_ended(self) -> None:
         self._compiling = False
+        if self._compile_since is not None:
+            self._compile_spans.append((self._compile_since, time.time_ns()))
+            self._compile_since = None
+
+    def _compile_entered(self) -> None:
+        """Dynamo is about to compile a frame (lazy_compile.CompileEntry): stop here, where the frames
+        below hold no RecordFunction, so that a window may open again as soon as it is done."""
+        if self._prof is not None:
+            self.compile_pauses += 1
+            with _sigint_deferred():
+                self._close_window(compile_entry=True)
+
+    def _compile_left(self) -> None:
+        """Dynamo compiled the frame and is about to run it: record it from its first run."""
+        self._compiling = False
+        self._checkpoint()
 
     def _wanted(self) -> bool:
         if self._armed or self._paused or self._finalized or self._compiling:
@@ -241,11 +286,23 @@ class Session:
         if not self.plan.wants(self.steps, self.recorded_steps, seconds):
             self.budget.release()
             return False
-        # the budget is asked only between windows: it never cuts one short
-        return self._prof is not None or self.budget.may_open(self.recorded_cpu_seconds, self.steps)
+        if self._prof is not None:
+            window = time.perf_counter() - self._window_start
+            if self._at_step and self._sampling:  # a whole step more, or stop at this boundary
+                return self.budget.may_continue(window, ahead=self._step_seconds)
+            return self.budget.may_continue(window)  # cut short only past the budget: stopping is safe anywhere
+        if self._sampling and not self._at_step and self.step_source.source is not None:
+            return False  # once sampling, windows open at step boundaries: the sample is of whole steps
+        return self.budget.may_open(self.steps, ahead=self._step_seconds if self._sampling else 0.0)
+
+    @property
+    def _sampling(self) -> bool:
+        """The budget has held recording back at least once: from then on the run is sampled."""
+        return self.budget.holds > 0
 
     def _checkpoint(self) -> None:
-        """A point between ops (module call, torch call, step): open, close or turn over a window."""
+        """A point between ops (module call, torch call, step, optimizer step): open, close or turn over a
+        window."""
         if self._busy or self._finalized or (self._armed and self._prof is None):
             return
         want = self._wanted()
@@ -254,7 +311,7 @@ class Session:
                 self._change(close=False)
         elif not want:
             with _sigint_deferred():
-                self._close_window(clean=restart_is_safe(self.ranges))
+                self._close_window()
         elif self._fold_due():
             self._change(close=True)
 
@@ -266,20 +323,18 @@ class Session:
         return elapsed >= self.fold_seconds or calls >= self.fold_calls
 
     def _change(self, close: bool) -> None:
-        """Open a window (closing the current one first) where no op begun under an earlier window can
-        still be open: when the last window was closed at such a point (or none was ever opened:
-        ops begun with no profiler carry no profiler state), anywhere; otherwise only here and now
-        if the stack shows it (safepoint.py)."""
-        safe_now = (not close and self._clean_close) or restart_is_safe(self.ranges)
-        if not safe_now:
+        """Open a window (turning the open one over first) where no RecordFunction begun under an earlier
+        window can still be open (safepoint.py); elsewhere a turnover waits for the next such point."""
+        safe = self.safety.can_turn_over(skip=2) if close else self.safety.can_open(skip=2)
+        if not safe:
             self.deferred += 1
             return
         self._busy = True
         try:
             with _sigint_deferred():
                 if close:
-                    self._close_window(clean=True)
-                    if not self._wanted():  # the overhead budget holds the next window back
+                    self._close_window()
+                    if self._prof is not None or not self._wanted():  # the overhead budget holds the next window back
                         return
                 self._open_window()
         finally:
@@ -287,19 +342,18 @@ class Session:
 
     def _open_window(self) -> None:
         import torch
-        from torch.profiler import ProfilerActivity, profile
+        from torch.autograd.profiler import profile
 
-        activities = [ProfilerActivity.CPU]
+        # torch.autograd.profiler directly: torch.profiler.profile's start imports torch._inductor (1 s here)
         self._cuda = torch.cuda.is_available()
-        if self._cuda:
-            activities.append(ProfilerActivity.CUDA)
         t0 = time.perf_counter()
         sample = not self._shapes_sampled
         self._window_shapes = self.shapes == "all" or (self.shapes == "sample" and sample)
         self._window_memory = self.memory == "all" or (self.memory == "sample" and sample)
         with _quiet_fd(2):
             prof = profile(
-                activities=activities,
+                use_kineto=True,
+                use_device="cuda" if self._cuda else None,
                 record_shapes=self._window_shapes,
                 profile_memory=self._window_memory,
                 with_stack=True,
@@ -311,41 +365,41 @@ class Session:
 
             self._triton = LaunchRecorder.install_if_available()
         self._prof = prof
+        self.safety.opened()
         self.windows += 1
         self._window_start = time.perf_counter()
         self._window_cpu = (time.thread_time(), threading.get_ident())
         self.budget.charge(self._window_start - t0)
         self._window_calls = self.calls.calls if self.calls is not None else 0
 
-    def _close_window(self, clean: bool = False) -> None:
-        """Stop and fold the window (stopping is safe anywhere). ``clean``: nothing was open here, so a
-        later window may open anywhere."""
+    def _close_window(self, compile_entry: bool = False) -> None:
+        """Stop and fold the window (stopping is safe anywhere; safepoint.py remembers what may still
+        hold its RecordFunctions)."""
         prof = self._prof
-        if prof is None:
-            return
+        if prof is None or (not self._finalized and in_backward()):
+            return  # inside backward() the profiler cannot be stopped (safepoint.py): it stops after
         self._prof = None
-        self._clean_close = clean
         start = time.perf_counter()
-        self.recorded_seconds += start - self._window_start
+        window = start - self._window_start
+        self.recorded_seconds += window
         cpu, thread = self._window_cpu  # CPU time, so that a loaded machine does not shorten the grace
-        self.recorded_cpu_seconds += (
-            time.thread_time() - cpu if thread == threading.get_ident() else start - self._window_start
-        )
+        self.recorded_cpu_seconds += time.thread_time() - cpu if thread == threading.get_ident() else window
         with _quiet_fd(2):
             prof.__exit__(None, None, None)
+        self.safety.stopped(skip=2, compile_entry=compile_entry)
         t0 = time.perf_counter()
-        self._fold(prof)
+        events = self._fold(prof)
         if self._window_sample:
             self._shapes_sampled = True
             self._shaped = snapshot(self.builder, self._sampled_metrics())
         # the profiler object sits in reference cycles with its results: break what we can and collect
         # the rest here, not in a later timed step (without the collection peak memory grows with the run)
-        prof.profiler = None
+        prof.kineto_results = None
         del prof
         gc.collect()
         end = time.perf_counter()
         self.fold_time += end - t0
-        self.budget.charge(end - start)
+        self.budget.window_closed(window=window, events=events, stop_and_fold=end - start)
 
     @property
     def _window_sample(self) -> bool:
@@ -363,9 +417,9 @@ class Session:
 
     def finalize(self) -> Profile:
         if not self._finalized:
+            self._finalized = True
             with _sigint_deferred():
                 self._close_window()
-            self._finalized = True
             self.budget.end()
             if self.lines is not None:
                 self.lines.__exit__(None, None, None)  # type: ignore[no-untyped-call]
@@ -374,7 +428,9 @@ class Session:
                 self.operators.remove()
                 self.operators = None
             self.modules.remove()
-            self.ranges.remove()
+            self.safety.remove()
+            self.step_source.remove()
+            self._compile_entry.remove()
             self._lazy_compile.remove()
             if self._compile_watch is not None:
                 self._compile_watch.remove()
@@ -398,14 +454,18 @@ class Session:
         return prune_empty(self.folder.build(metadata, self.warnings))
 
     # --- folding ---------------------------------------------------------------
-    def _fold(self, prof: Any) -> None:
+    def _fold(self, prof: Any) -> int:
         """One window's events through the engine, into the tree (the events are dropped after)."""
         self.modules.resolve()
-        self.events += self.folder.fold(
-            prof.profiler.kineto_results,
+        events = self.folder.fold(
+            prof.kineto_results,
             shapes=self._window_shapes,
             cuda=self._cuda,
             compile_capture=self._compile,
             notes=self.warnings,
+            compiling=tuple(self._compile_spans),
         )
+        self._compile_spans.clear()
+        self.events += events
         self._device_run = self.folder.device_run
+        return events
