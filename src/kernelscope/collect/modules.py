@@ -22,9 +22,9 @@ class ModuleRegistry:
         self.depth = 0  # eager module calls open on the main thread
 
     def install(self) -> None:
-        import torch
-
         import threading
+
+        import torch
 
         seen = self._seen
         is_compiling = torch.compiler.is_compiling

@@ -50,8 +50,7 @@ from typing import Any
 # nn.Module's call machinery; OptimizedModule.__call__ and Dynamo's frame wrapper (its compiled code
 # runs in a frame of its own, recognised by its code object).
 _RF_FREE = tuple(
-    os.sep + os.path.join("torch", *parts)
-    for parts in (("nn", "modules", "module.py"), ("_dynamo", "eval_frame.py"))
+    os.sep + os.path.join("torch", *parts) for parts in (("nn", "modules", "module.py"), ("_dynamo", "eval_frame.py"))
 )
 # Frames below Dynamo's ``_compile`` at its entry: the conversion wrappers open no RecordFunction
 # before they call it (``_compile`` itself does, ``dynamo_timed``): safe at that one point only.
