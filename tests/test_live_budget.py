@@ -28,43 +28,47 @@ class FakeClock:
 # --- the decision, pure --------------------------------------------------------------------------
 
 
-def test_budget_allows_while_the_cost_is_within_the_fraction_of_the_run() -> None:
+def test_budget_allows_a_fraction_of_the_programs_own_time() -> None:
     budget = OverheadBudget(0.1, grace_seconds=0.0)
-    assert budget.allows(cost=1.0, elapsed=10.0, recorded=5.0)
-    assert not budget.allows(cost=1.01, elapsed=10.0, recorded=5.0)
-    assert budget.resume_after(2.0) == pytest.approx(20.0)
+    assert budget.allows(cost=1.0, elapsed=11.0)  # 1 s of 10 s of the program's own time
+    assert not budget.allows(cost=1.1, elapsed=11.0)
+    assert budget.allowance(10.0) == pytest.approx(1.0)
 
 
-def test_grace_keeps_the_first_seconds_of_recording_and_zero_turns_the_budget_off() -> None:
-    assert OverheadBudget(0.1, grace_seconds=2.0).allows(cost=50.0, elapsed=1.0, recorded=1.9)
-    assert not OverheadBudget(0.1, grace_seconds=2.0).allows(cost=50.0, elapsed=1.0, recorded=2.0)
-    assert OverheadBudget(0.0, grace_seconds=0.0).allows(cost=1e9, elapsed=1.0, recorded=1e9)
+def test_grace_allows_a_fixed_cost_and_zero_turns_the_budget_off() -> None:
+    assert OverheadBudget(0.1, grace_seconds=0.5).allows(cost=0.5, elapsed=1.0)
+    assert not OverheadBudget(0.1, grace_seconds=0.5).allows(cost=0.6, elapsed=1.0)
+    assert OverheadBudget(0.0, grace_seconds=0.0).allows(cost=1e9, elapsed=1.0)
     with pytest.raises(ValueError):
         OverheadBudget(-0.1)
 
 
-def test_ledger_holds_until_the_run_catches_up_and_says_what_it_held() -> None:
+def test_ledger_counts_recording_stopping_and_folding_and_cuts_a_costly_window_short() -> None:
     clock = FakeClock()
     ledger = Ledger(OverheadBudget(0.1, grace_seconds=0.0), clock=clock)
-    assert ledger.may_open(recorded=0.0, steps=3)  # recording begins (3 steps were skipped before)
-    clock.now += 1.0  # a 1 s window ...
-    ledger.charge(2.0)  # ... that cost 2 s to fold
-    clock.now += 2.0
-    assert not ledger.may_open(recorded=1.0, steps=10)  # 2 s > 10% of 3 s
+    assert ledger.may_open(steps=3)  # recording begins (3 steps were made before)
+    clock.now += 1.0
+    assert not ledger.may_continue(1.0)  # never measured: projected at the worst-case rate
+    ledger.window_closed(window=1.0, events=1_000_000, stop_and_fold=2.0)
+    assert ledger.cost == pytest.approx(2.0 + 0.4)  # recording (0.4 µs an event) + stopping and folding
+    assert ledger.rate == pytest.approx(2.4)
+    clock.now += 2.4
+    assert not ledger.may_open(steps=10)  # 2.4 s > 10% of the program's 1 s
     ledger.step()
     ledger.step()
     clock.now += 10.0
-    assert not ledger.may_open(recorded=1.0, steps=12)  # still held: one hold, not two
-    clock.now += 7.0  # 20 s since recording began: 2 s is 10% of it
-    assert ledger.may_open(recorded=1.0, steps=12)
+    assert not ledger.may_open(steps=12)  # still held: one hold, not two
+    clock.now += 14.0  # the program's own time is now 24 s: 2.4 s is 10% of it
+    assert ledger.may_open(steps=12)
     ledger.end()
     cov = ledger.coverage(recorded_seconds=1.0, recorded_steps=7, steps=12)
-    assert cov["budget_holds"] == 1
-    assert cov["held_seconds"] == pytest.approx(17.0)
+    assert cov["budget_holds"] == 1  # held from the cut until the run caught up: one hold
     assert cov["held_steps"] == 2
-    assert cov["run_seconds"] == pytest.approx(20.0)
+    assert cov["run_seconds"] == pytest.approx(27.4)
+    assert cov["program_seconds"] == pytest.approx(25.0)
+    assert cov["recorded_seconds"] == pytest.approx(0.6)  # the window less kernelscope's recording cost
     assert cov["steps"] == 9
-    assert cov["overhead_seconds"] == pytest.approx(2.0)
+    assert cov["overhead_seconds"] == pytest.approx(2.4)
 
 
 def test_an_explicit_plan_or_zero_records_everything_by_default() -> None:
@@ -93,7 +97,8 @@ def test_memory_follows_shapes_unless_asked() -> None:
 # --- what the views say ----------------------------------------------------------------------------
 
 COVERAGE = {
-    "run_seconds": 40.0,
+    "run_seconds": 44.0,
+    "program_seconds": 40.0,
     "recorded_seconds": 4.0,
     "steps": 400,
     "recorded_steps": 38,
@@ -116,12 +121,18 @@ def _profile(coverage: dict[str, float] | None) -> object:
 def test_the_header_says_what_the_budget_left_out() -> None:
     note = coverage_note({"coverage": COVERAGE})
     assert note == (
-        "recorded 4.0 s of 40.0 s (10%), 38 of 400 steps: the 10% overhead budget held recording back "
-        "2 time(s) for 33.5 s (run --max-overhead 0 to record everything)"
+        "recorded 4.0 of 40.0 s (10%, 38 of 400 steps): a sample, kept by the 10% overhead budget (run "
+        "--max-overhead 0 to record everything); per-step totals are of the recorded steps; kernelscope's own "
+        "cost 4.0 s"
     )
     assert header_items(summarize(_profile(COVERAGE)))[-1] == [note]  # type: ignore[arg-type]
-    # a run that recorded everything it was asked for says nothing more
-    assert coverage_note({"coverage": {**COVERAGE, "budget_holds": 0}}) is None
+    # a run that recorded (nearly) all of the program says nothing more ...
+    assert coverage_note({"coverage": {**COVERAGE, "budget_holds": 0, "recorded_seconds": 39.0}}) is None
+    # ... and one that was not asked to sample but missed time says so, and why
+    missed = {**COVERAGE, "budget_holds": 0, "missed": "recording waited"}
+    assert coverage_note({"coverage": missed}) == (
+        "recorded 4.0 of 40.0 s (10%, 38 of 400 steps): recording waited; kernelscope's own cost 4.0 s"
+    )
     assert len(header_items(summarize(_profile(None)))) == 2  # type: ignore[arg-type]
 
 
@@ -147,7 +158,7 @@ def test_view_json_carries_the_coverage(tmp_path: object) -> None:
         env=env_without_color(),
         cwd=REPO,
     )
-    assert "overhead budget held recording back 2 time(s)" in " ".join(r.stdout.split())
+    assert "recorded 4.0 of 40.0 s" in " ".join(r.stdout.split())
 
 
 # --- real sessions (torch) ---------------------------------------------------------------------------

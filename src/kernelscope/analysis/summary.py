@@ -82,21 +82,34 @@ def _wall(profile: Profile) -> float | None:
 
 
 def coverage_note(md: dict[str, Any]) -> str | None:
-    """What a live run's overhead budget left out, in words; None when it recorded all it was asked to."""
+    """What a live run left out, in words: "recorded X of Y s (N of M steps): why"; None when it recorded
+    (nearly) all of the program. Y is the program's own time; kernelscope's cost is said apart."""
     cov = md.get("coverage")
-    if not isinstance(cov, dict) or not cov.get("budget_holds"):
+    if not isinstance(cov, dict):
         return None
     run = float(cov.get("run_seconds") or 0.0)
-    rec = float(cov.get("recorded_seconds") or 0.0)
-    share = f" ({100 * rec / run:.0f}%)" if run > 0 else ""
+    program = float(cov.get("program_seconds", run) or 0.0)
+    rec = min(float(cov.get("recorded_seconds") or 0.0), program)
+    sampled = bool(cov.get("budget_holds"))
+    if not sampled and (program <= 0 or rec >= COMPLETE_SHARE * program):
+        return None
     steps = int(cov.get("steps") or 0)
     of_steps = f", {int(cov.get('recorded_steps') or 0)} of {steps} steps" if steps else ""
-    budget = float(cov.get("max_overhead") or 0.0)
-    return (
-        f"recorded {rec:.1f} s of {run:.1f} s{share}{of_steps}: the {100 * budget:g}% overhead budget held "
-        f"recording back {int(cov['budget_holds'])} time(s) for {float(cov.get('held_seconds') or 0.0):.1f} s "
-        "(run --max-overhead 0 to record everything)"
-    )
+    share = f" ({100 * rec / program:.0f}%{of_steps})" if program > 0 else ""
+    cost = float(cov.get("overhead_seconds") or 0.0)
+    if sampled:
+        budget = float(cov.get("max_overhead") or 0.0)
+        why = (
+            f"a sample, kept by the {100 * budget:g}% overhead budget (run --max-overhead 0 to record everything); "
+            "per-step totals are of the recorded steps"
+        )
+    else:
+        why = str(cov.get("missed") or "recording could not resume where the program was")
+    return f"recorded {rec:.1f} of {program:.1f} s{share}: {why}; kernelscope's own cost {cost:.1f} s"
+
+
+# A live run that recorded at least this share of the program's time says nothing about coverage.
+COMPLETE_SHARE = 0.9
 
 
 def time_meaning(profile: Profile) -> str:

@@ -46,6 +46,17 @@ def session_metadata(s: Session) -> dict[str, Any]:
             "deferred_window_changes": s.deferred,
             "paused_for_compiling": s.compile_pauses,
         },
-        "coverage": s.budget.coverage(s.recorded_seconds, s.recorded_steps, s.steps, s.recorded_cpu_seconds),
+        "coverage": _coverage(s),
         "device_run": s._device_run,
     }
+
+
+def _coverage(s: Session) -> dict[str, Any]:
+    cov = s.budget.coverage(s.recorded_seconds, s.recorded_steps, s.steps, s.recorded_cpu_seconds)
+    cov["step_source"] = s.step_source.source
+    if s.deferred:
+        cov["missed"] = (
+            f"recording waited {s.deferred} time(s) for torch code that held the profiler's state (an optimizer "
+            "step, backward, a compiled region) to return"
+        )
+    return cov
