@@ -281,7 +281,7 @@ def test_a_run_without_steps_still_folds_as_it_goes() -> None:
     import kernelscope
 
     x = torch.ones(8)
-    with kernelscope.profile(compile_capture=False, fold_seconds=1e9, fold_calls=2000) as p:
+    with kernelscope.profile(compile_capture=False, fold_seconds=1e9, fold_calls=2000, max_overhead=0) as p:
         for _ in range(5000):
             x = x + 1  # never calls step(): folding is driven by the torch-call budget
     assert p.result is not None

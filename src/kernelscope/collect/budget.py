@@ -24,6 +24,7 @@ from typing import Any
 MAX_OVERHEAD_DEFAULT = 0.1
 GRACE_SECONDS_DEFAULT = 0.5  # seconds of kernelscope's cost always allowed
 FIRST_RATE = 14.0  # projected cost per recorded second until a window has been measured (tiny ops, stacks)
+PROBE_SECONDS = 0.02  # the first window turns over at the first safe point after this long: the rate is measured
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,8 @@ class Ledger:
         self.rate = FIRST_RATE  # cost per second recorded, as measured on the windows so far
         self.measured = False
         self.recorded = 0.0  # the program's own time inside the recorded windows
+        self._window_cost = 0.0  # what the windows cost (recording, stopping, folding) ...
+        self._window_seconds = 0.0  # ... for this many seconds recorded
         self.holds = 0  # times the budget kept a window from opening or cut one short
         self.held_seconds = 0.0
         self.held_steps = 0
@@ -77,8 +80,10 @@ class Ledger:
         spent = recording + stop_and_fold
         self.cost += spent
         self.recorded += window - recording
-        if window > 0:
-            self.rate = spent / window
+        self._window_cost += spent
+        self._window_seconds += window
+        if self._window_seconds > 0:
+            self.rate = self._window_cost / self._window_seconds
             self.measured = True
 
     def _elapsed(self, now: float) -> float:

@@ -17,8 +17,9 @@ from ..attribute.shapes import MEMORY_METRICS, SHAPE_METRICS, extrapolate_sample
 from ..model import Profile
 from ..model.profile import prune_empty
 from ._process import _quiet_fd, _sigint_deferred
-from .budget import GRACE_SECONDS_DEFAULT, MAX_OVERHEAD_DEFAULT, Ledger, OverheadBudget
+from .budget import GRACE_SECONDS_DEFAULT, MAX_OVERHEAD_DEFAULT, PROBE_SECONDS, Ledger, OverheadBudget
 from .compile.watch import CompileWatch
+from .foreign import ForeignProfiler
 from .lazy_compile import CompileEntry, LazyCompile
 from .live_metadata import session_metadata
 from .modules import ModuleRegistry
@@ -47,6 +48,9 @@ FOLD_CHECK_CALLS = 1024
 # op at the same context get that context's FLOPs and bytes per call (exact for static shapes).
 SHAPE_MODES = ("sample", "all", "off")
 SHAPE_SECONDS_DEFAULT = 1.0
+# The profiler's results sit in reference cycles: collected once this many events were folded since the
+# last collection (a full collection of a process with torch loaded takes ~0.1 s on this VM).
+GC_EVENTS = 200_000
 
 
 class Session:
@@ -108,6 +112,12 @@ class Session:
         self.modules = ModuleRegistry(self._on_module_call, self._on_outer_module_return)
         self.safety = StackSafety()
         self.step_source: StepDetector = StepDetector(self._auto_step)
+        self.foreign = ForeignProfiler(
+            lambda prof: getattr(prof, "_kernelscope_own", False),
+            self._foreign_starting,
+            self._foreign_stopped,
+            self._auto_step,
+        )
         self.lines: LineMode | None = None  # while waiting for the first op, and for module-less programs
         self.operators: OperatorLines | None = None
         self.calls: Counter | None = None
@@ -141,6 +151,7 @@ class Session:
         self.fold_time = 0.0
         self.events = 0
         self._at_step = False  # inside _count_step: a step boundary
+        self._uncollected = 0  # events folded since the last garbage collection
         self._compile_since: int | None = None  # torch.compile compiling inside the open window since (ns)
         self._compile_spans: list[tuple[int, int]] = []
         self._last_step: float | None = None
@@ -151,6 +162,7 @@ class Session:
         self.safety.install()
         self.modules.install()
         self.step_source.install()
+        self.foreign.install()
         self._compile_watch = CompileWatch(self._compile_started, self._compile_ended)
         self._compile_watch.install()
         self._lazy_compile.install()
@@ -245,6 +257,37 @@ class Session:
     def _on_outer_module_return(self) -> None:
         self.step_source.outer_module_returned()
 
+    def _foreign_starting(self) -> None:
+        """The program starts its own torch.profiler (foreign.py): step aside."""
+        if self._prof is not None:
+            with _sigint_deferred():
+                self._close_window()
+        if self._prof is not None:  # inside backward(): it cannot stop there; the program's start will fail
+            self.warnings.append("the program started torch.profiler inside backward() while kernelscope recorded")
+
+    def _foreign_stopped(self, prof: Any) -> None:
+        """The program stopped its own profiler: fold what it recorded, then record again when safe."""
+        self.safety.stopped(skip=3)
+        if self._finalized or self._paused or getattr(prof, "kineto_results", None) is None:
+            return
+        self._busy = True
+        try:
+            with _sigint_deferred():
+                t0 = time.perf_counter()
+                self.modules.resolve()
+                self.events += self.folder.fold(
+                    prof.kineto_results,
+                    shapes=bool(getattr(prof, "record_shapes", False)),
+                    cuda=self._cuda,
+                    compile_capture=self._compile,
+                    notes=self.warnings,
+                )
+                self.fold_time += time.perf_counter() - t0
+                self.budget.charge(time.perf_counter() - t0)
+        finally:
+            self._busy = False
+        self._checkpoint()
+
     def _compile_started(self) -> None:
         """Compiling records millions of Python events and is not the program's steady state: stop the
         window when torch.compile starts (stopping is safe anywhere). Compile times come from torch's own
@@ -277,7 +320,7 @@ class Session:
         self._checkpoint()
 
     def _wanted(self) -> bool:
-        if self._armed or self._paused or self._finalized or self._compiling:
+        if self._armed or self._paused or self._finalized or self._compiling or self.foreign.active:
             self.budget.release()  # held time is time the budget alone kept from recording
             return False
         seconds = self.recorded_seconds
@@ -317,6 +360,8 @@ class Session:
 
     def _fold_due(self) -> bool:
         elapsed = time.perf_counter() - self._window_start
+        if not self.budget.measured and not self.budget.budget.off and elapsed >= PROBE_SECONDS:
+            return True  # a short first window tells what recording this program costs
         if self._window_sample and elapsed >= self.shape_seconds:
             return True
         calls = self.calls.calls - self._window_calls if self.calls is not None else 0
@@ -359,6 +404,7 @@ class Session:
                 with_stack=True,
                 with_modules=True,
             )
+            prof._kernelscope_own = True  # not the program's own profiler (foreign.py)
             prof.__enter__()  # type: ignore[no-untyped-call]
         if self._triton is None and "triton" in sys.modules:
             from .triton.launches import LaunchRecorder
@@ -396,10 +442,15 @@ class Session:
         # the rest here, not in a later timed step (without the collection peak memory grows with the run)
         prof.kineto_results = None
         del prof
-        gc.collect()
+        folded = time.perf_counter()
+        self._uncollected += events
+        if self._uncollected >= GC_EVENTS:  # a full collection costs ~0.1 s here: not after every small window
+            gc.collect()
+            self._uncollected = 0
         end = time.perf_counter()
         self.fold_time += end - t0
-        self.budget.window_closed(window=window, events=events, stop_and_fold=end - start)
+        self.budget.window_closed(window=window, events=events, stop_and_fold=folded - start)
+        self.budget.charge(end - folded)  # a fixed cost per window, not a rate
 
     @property
     def _window_sample(self) -> bool:
@@ -430,6 +481,7 @@ class Session:
             self.modules.remove()
             self.safety.remove()
             self.step_source.remove()
+            self.foreign.remove()
             self._compile_entry.remove()
             self._lazy_compile.remove()
             if self._compile_watch is not None:
