@@ -35,8 +35,9 @@ class ForeignProfiler:
         from torch.autograd.profiler import profile as autograd_profile
         from torch.profiler import profile as torch_profile
 
-        prepare, exit_ = autograd_profile._prepare_trace, autograd_profile.__exit__
-        step = torch_profile.step
+        prepare: Any = autograd_profile._prepare_trace
+        exit_: Any = autograd_profile.__exit__
+        step: Any = torch_profile.step
         hooks = self
 
         def _prepare_trace(prof: Any) -> Any:
@@ -67,7 +68,7 @@ class ForeignProfiler:
         ]
         autograd_profile._prepare_trace = _prepare_trace  # type: ignore[method-assign]
         autograd_profile.__exit__ = __exit__  # type: ignore[method-assign]
-        torch_profile.step = profiler_step  # type: ignore[method-assign]
+        torch_profile.step = profiler_step  # type: ignore[method-assign,assignment]
 
     def remove(self) -> None:
         for cls, name, original in self._saved:

@@ -404,7 +404,7 @@ class Session:
                 with_stack=True,
                 with_modules=True,
             )
-            prof._kernelscope_own = True  # not the program's own profiler (foreign.py)
+            prof._kernelscope_own = True  # type: ignore[attr-defined]  # not the program's own profiler (foreign.py)
             prof.__enter__()  # type: ignore[no-untyped-call]
         if self._triton is None and "triton" in sys.modules:
             from .triton.launches import LaunchRecorder
