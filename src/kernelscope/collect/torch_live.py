@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from collections import defaultdict, deque
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ..attribute.shapes import MEMORY_METRICS, SHAPE_METRICS, extrapolate_sampled, snapshot
@@ -182,6 +183,8 @@ class Session:
         if self._prof is not None:
             with _sigint_deferred():
                 self._close_window()
+            if self.calls is not None:  # open again at the program's next torch call
+                self.calls.rearm(1)
         self._compile_entry.install()
         if self._want_compile:
             self._compile = start_compile_capture(self.warnings)
@@ -233,9 +236,9 @@ class Session:
 
     def _on_torch_call(self) -> None:
         if self._armed:
-            # _on_torch_call <- Counter.tick <- the operator wrapper or __torch_function__ <- its caller
-            caller = sys._getframe(3).f_code.co_filename
-            if not is_program_file(caller):  # not an import-time op of an installed library
+            # the program's first op: one called while the program's code runs (module construction
+            # included), not an import-time op of a library the program imports
+            if not _program_running(sys._getframe(3)):
                 return
             self._armed = False
             if self.calls is not None:
@@ -417,6 +420,8 @@ class Session:
         self._window_cpu = (time.thread_time(), threading.get_ident())
         self.budget.charge(self._window_start - t0)
         self._window_calls = self.calls.calls if self.calls is not None else 0
+        if self.calls is not None and self.calls.every == 1 and not self._armed:
+            self.calls.rearm(FOLD_CHECK_CALLS)
 
     def _close_window(self, compile_entry: bool = False) -> None:
         """Stop and fold the window (stopping is safe anywhere; safepoint.py remembers what may still
@@ -521,3 +526,15 @@ class Session:
         self.events += events
         self._device_run = self.folder.device_run
         return events
+
+
+def _program_running(frame: FrameType | None) -> bool:
+    """Is the program's own code on this stack, outside an import?"""
+    program = False
+    while frame is not None:
+        file = frame.f_code.co_filename
+        if file.startswith("<frozen importlib"):
+            return False
+        program = program or is_program_file(file)
+        frame = frame.f_back
+    return program

@@ -1,0 +1,51 @@
+"""Count the op calls a program makes, independently of kernelscope: torch's own profiler (no stacks, no
+shapes) around the whole program, compile work left out (the spans in which Dynamo compiles, from its
+compile callbacks). Usage: ``python reference.py OUT.json PROGRAM [ARGS...]``; writes {op: calls} for
+``aten::`` ops on every thread the profiler sees."""
+
+from __future__ import annotations
+
+import json
+import runpy
+import sys
+import time
+from collections import Counter
+
+
+def main() -> None:
+    out, program, *args = sys.argv[1:]
+    import torch
+    from torch._dynamo.callback import callback_handler
+    from torch.autograd.profiler import profile
+
+    spans: list[list[int]] = []
+    callback_handler.register_start_callback(lambda _a: spans.append([time.time_ns(), 1 << 62]))
+    callback_handler.register_end_callback(lambda _a: spans[-1].__setitem__(1, time.time_ns()))
+    sys.argv = [program, *args]
+    sys.path.insert(0, program.rsplit("/", 1)[0] if "/" in program else ".")
+    prof = profile(use_kineto=True)
+    prof.__enter__()
+    try:
+        runpy.run_path(program, run_name="__main__")
+    finally:
+        prof.__exit__(None, None, None)
+    counts: Counter[str] = Counter()
+    stack = list(prof.kineto_results.experimental_event_tree())
+    while stack:
+        ev = stack.pop()
+        if ev.tag.name != "TorchOp":
+            stack.extend(ev.children)
+            continue
+        start = ev.start_time_ns
+        if any(a <= start <= b for a, b in spans):
+            continue  # compile work
+        if ev.name.startswith("aten::"):
+            counts[ev.name] += 1
+        stack.extend(ev.children)
+    del torch
+    with open(out, "w") as f:
+        json.dump(counts, f)
+
+
+if __name__ == "__main__":
+    main()
