@@ -5,7 +5,9 @@ A training or inference program has steps whether or not it calls ``kernelscope.
 ``nn.Module`` call returning to the program's code. ``kernelscope.step()`` wins: once the program calls
 it, only its calls count. Optimizer steps win over module calls: once an optimizer step has been seen,
 module returns are no longer steps (an LBFGS closure's forward passes are steps until the optimizer's
-own step returns). The session's plan and budget count these steps.
+own step returns). When a source wins over another, the steps the other counted are dropped
+(``on_restart``): they were parts of the first step of the winner (a module call, then the optimizer
+step, then ``kernelscope.step()`` end one training step). The session's plan and budget count these steps.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ SOURCES = ("optimizer", "module", "explicit")
 
 
 class StepDetector:
-    def __init__(self, on_step: Callable[[], None]) -> None:
+    def __init__(self, on_step: Callable[[], None], on_restart: Callable[[], None] = lambda: None) -> None:
         self._on_step = on_step
+        self._on_restart = on_restart
         self.source: str | None = None  # what the steps counted so far came from
+        self._pending = False  # an outer module call returned; not yet known to be a step
         self._handles: list[Any] = []
 
     def install(self) -> None:
@@ -35,19 +39,34 @@ class StepDetector:
             handle.remove()
         self._handles = []
 
+    def _adopt(self, source: str) -> None:
+        if self.source != source:
+            if self.source is not None:
+                self._on_restart()
+            self.source = source
+
     def explicit(self) -> None:
         """The program called ``kernelscope.step()``."""
-        self.source = "explicit"
+        self._pending = False
+        self._adopt("explicit")
 
     def _optimizer_pre(self, *_: Any) -> None:
+        self._pending = False
         if self.source != "explicit":
-            self.source = "optimizer"
+            self._adopt("optimizer")
 
     def _optimizer_post(self, *_: Any) -> None:
         if self.source == "optimizer":
             self._on_step()
 
     def outer_module_returned(self) -> None:
-        if self.source in (None, "module"):
-            self.source = "module"
+        """Module returns become steps at the second one with no optimizer step between (then both count):
+        a training loop's forward pass is followed by its optimizer step, an inference loop's by the next."""
+        if self.source == "module":
             self._on_step()
+        elif self.source is None:
+            if self._pending:
+                self.source = "module"
+                self._on_step()
+                self._on_step()
+            self._pending = True

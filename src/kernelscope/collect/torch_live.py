@@ -112,7 +112,7 @@ class Session:
         self.fold_calls = fold_calls
         self.modules = ModuleRegistry(self._on_module_call, self._on_outer_module_return)
         self.safety = StackSafety()
-        self.step_source: StepDetector = StepDetector(self._auto_step)
+        self.step_source: StepDetector = StepDetector(self._auto_step, self._restart_steps)
         self.foreign = ForeignProfiler(
             lambda prof: getattr(prof, "_kernelscope_own", False),
             self._foreign_starting,
@@ -213,6 +213,11 @@ class Session:
         """The program's own step boundary (``kernelscope.step()``): from now on the only steps counted."""
         self.step_source.explicit()
         self._count_step()
+
+    def _restart_steps(self) -> None:
+        """Another step source won (steps.py): the steps counted so far were parts of its first step."""
+        self.steps = self.recorded_steps = 0
+        self.budget.steps_before = 0
 
     def _auto_step(self) -> None:
         """A step boundary found without the program's help (steps.py)."""
