@@ -126,6 +126,9 @@ def test_the_header_says_what_the_budget_left_out() -> None:
         "cost 4.0 s"
     )
     assert header_items(summarize(_profile(COVERAGE)))[-1] == [note]  # type: ignore[arg-type]
+    from kernelscope.render.report.payload import header
+
+    assert header(_profile(COVERAGE))["coverage"] == note  # type: ignore[arg-type]  # the HTML report's header
     # a run that recorded (nearly) all of the program says nothing more ...
     assert coverage_note({"coverage": {**COVERAGE, "budget_holds": 0, "recorded_seconds": 39.0}}) is None
     # ... and one that was not asked to sample but missed time says so, and why

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ... import __version__
+from ...analysis.summary import coverage_note
 from ...analysis.views import GROUPINGS, node_keys, own_nodes
 from ...model import FrameKind, Profile
 from ...model.devices import devices_of
@@ -114,6 +115,7 @@ def header(profile: Profile) -> dict[str, Any]:
         "world_size": meta.get("world_size"),
         "time_meaning": _TIME_MEANING[bool(device_run)],
         "wall_time_ns": _wall_ns(profile),
+        "coverage": coverage_note(meta),
         "tool": f"kernelscope {__version__}",
     }
 
