@@ -91,7 +91,8 @@ def coverage_note(md: dict[str, Any]) -> str | None:
     program = float(cov.get("program_seconds", run) or 0.0)
     rec = min(float(cov.get("recorded_seconds") or 0.0), program)
     sampled = bool(cov.get("budget_holds"))
-    if not sampled and (program <= 0 or rec >= COMPLETE_SHARE * program):
+    compiling = float(cov.get("compile_seconds") or 0.0)  # torch.compile compiling: never recorded
+    if not sampled and (program <= 0 or rec >= COMPLETE_SHARE * (program - compiling)):
         return None
     steps = int(cov.get("steps") or 0)
     of_steps = f", {int(cov.get('recorded_steps') or 0)} of {steps} steps" if steps else ""
@@ -105,7 +106,8 @@ def coverage_note(md: dict[str, Any]) -> str | None:
         )
     else:
         why = str(cov.get("missed") or "recording could not resume where the program was")
-    return f"recorded {rec:.1f} of {program:.1f} s{share}: {why}; kernelscope's own cost {cost:.1f} s"
+    compiled = f" ({compiling:.1f} s compiling, not recorded)" if compiling >= 0.05 else ""
+    return f"recorded {rec:.1f} of {program:.1f} s{share}{compiled}: {why}; kernelscope's own cost {cost:.1f} s"
 
 
 # A live run that recorded at least this share of the program's time says nothing about coverage.

@@ -54,6 +54,7 @@ def session_metadata(s: Session) -> dict[str, Any]:
 def _coverage(s: Session) -> dict[str, Any]:
     cov = s.budget.coverage(s.recorded_seconds, s.recorded_steps, s.steps, s.recorded_cpu_seconds)
     cov["step_source"] = s.step_source.source
+    cov["compile_seconds"] = s.compile_seconds
     if s.deferred:
         cov["missed"] = (
             f"recording waited {s.deferred} time(s) for torch code that held the profiler's state (an optimizer "

@@ -152,6 +152,8 @@ class Session:
         self.fold_time = 0.0
         self.events = 0
         self._at_step = False  # inside _count_step: a step boundary
+        self.compile_seconds = 0.0  # spent in Dynamo's compilation (not recorded, by design)
+        self._compile_entry_at = 0.0
         self._uncollected = 0  # events folded since the last garbage collection
         self._compile_since: int | None = None  # torch.compile compiling inside the open window since (ns)
         self._compile_spans: list[tuple[int, int]] = []
@@ -164,8 +166,7 @@ class Session:
         self.modules.install()
         self.step_source.install()
         self.foreign.install()
-        self._compile_watch = CompileWatch(self._compile_started, self._compile_ended)
-        self._compile_watch.install()
+        self._watch_compiles()  # only if Dynamo is loaded: importing it costs ~1 s here
         self._lazy_compile.install()
         from .torch_lines import Counter, LineMode, OperatorLines
 
@@ -177,6 +178,12 @@ class Session:
         if not self._armed:
             self._checkpoint()
 
+    def _watch_compiles(self) -> None:
+        """Hook Dynamo's compile callbacks once Dynamo is loaded (the program compiles, or imported it)."""
+        if self._compile_watch is None and "torch._dynamo" in sys.modules:
+            self._compile_watch = CompileWatch(self._compile_started, self._compile_ended)
+            self._compile_watch.install()
+
     def _start_compile_capture(self) -> None:
         """The program is about to use torch.compile (lazy_compile.py): hook Dynamo and Inductor in, with
         no window open (their imports would be recorded)."""
@@ -185,13 +192,22 @@ class Session:
                 self._close_window()
             if self.calls is not None:  # open again at the program's next torch call
                 self.calls.rearm(1)
-        self._compile_entry.install()
-        if self._want_compile:
-            self._compile = start_compile_capture(self.warnings)
-            if self._compile is not None:
-                from ..attribute.compiled_placer import CapturePlacer
+        busy, self._busy = self._busy, True  # its imports run torch code: no window opens for them
+        t0 = time.perf_counter()
+        try:
+            import torch._dynamo  # noqa: F401  (torch.compile imports it next anyway)
 
-                self.folder.set_placer(CapturePlacer(self._compile))
+            self._watch_compiles()
+            self._compile_entry.install()
+            if self._want_compile:
+                self._compile = start_compile_capture(self.warnings)
+                if self._compile is not None:
+                    from ..attribute.compiled_placer import CapturePlacer
+
+                    self.folder.set_placer(CapturePlacer(self._compile))
+        finally:
+            self._busy = busy
+            self.compile_seconds += time.perf_counter() - t0  # Inductor's imports: its first compile's, early
 
     @property
     def active(self) -> bool:
@@ -317,6 +333,7 @@ class Session:
     def _compile_entered(self) -> None:
         """Dynamo is about to compile a frame (lazy_compile.CompileEntry): stop here, where the frames
         below hold no RecordFunction, so that a window may open again as soon as it is done."""
+        self._compile_entry_at = time.perf_counter()
         if self._prof is not None:
             self.compile_pauses += 1
             with _sigint_deferred():
@@ -325,6 +342,7 @@ class Session:
     def _compile_left(self) -> None:
         """Dynamo compiled the frame and is about to run it: record it from its first run."""
         self._compiling = False
+        self.compile_seconds += time.perf_counter() - self._compile_entry_at
         self._checkpoint()
 
     def _wanted(self) -> bool:
@@ -420,6 +438,7 @@ class Session:
             self._triton = LaunchRecorder.install_if_available()
         self._prof = prof
         self.safety.opened()
+        self._watch_compiles()
         self.windows += 1
         self._window_start = time.perf_counter()
         self._window_cpu = (time.thread_time(), threading.get_ident())

@@ -121,6 +121,7 @@ class Saved:
     provenance_level: Any = None
     kernel_profile: Any = None
     fx_graph_cache: Any = None
+    eager_backward: Any = None
     autograd_cache: Any = None
     inner: Any = None
     log_graph_break: Any = None
@@ -137,8 +138,13 @@ def set_config(api: Api, saved: Saved, *, disable_caches: bool) -> None:
     ic.cpp.enable_kernel_profile = True
     if disable_caches:
         saved.fx_graph_cache, saved.autograd_cache = ic.fx_graph_cache, fc.enable_autograd_cache
+        saved.eager_backward = getattr(fc, "force_non_lazy_backward_lowering", None)
         ic.fx_graph_cache = False
         fc.enable_autograd_cache = False
+        # with its cache on, AOTAutograd compiles the backward graph with the forward; off, it would compile
+        # it lazily, inside backward(), where the profiler cannot stop: keep it where the program has it
+        if saved.eager_backward is not None:
+            fc.force_non_lazy_backward_lowering = bool(saved.autograd_cache) or saved.eager_backward
 
 
 def restore_config(api: Api, saved: Saved, *, disable_caches: bool) -> None:
@@ -148,6 +154,8 @@ def restore_config(api: Api, saved: Saved, *, disable_caches: bool) -> None:
     if disable_caches:
         ic.fx_graph_cache = saved.fx_graph_cache
         fc.enable_autograd_cache = saved.autograd_cache
+        if saved.eager_backward is not None:
+            fc.force_non_lazy_backward_lowering = saved.eager_backward
 
 
 # --- hooks ----------------------------------------------------------------------------------------
