@@ -183,9 +183,9 @@ def test_sampled_shapes_give_the_same_flops_as_recording_all_shapes() -> None:
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
-    with kernelscope.profile(shapes="all", compile_capture=False) as full:
+    with kernelscope.profile(shapes="all", compile_capture=False, max_overhead=0) as full:
         train(model)
-    with kernelscope.profile(shapes="sample", shape_seconds=0.05, compile_capture=False) as sampled:
+    with kernelscope.profile(shapes="sample", shape_seconds=0.05, compile_capture=False, max_overhead=0) as sampled:
         train(model)
     assert full.result is not None and sampled.result is not None
     # the sampled run really switched windows, and extrapolated exactly (static shapes)

@@ -21,6 +21,7 @@ from ._process import _quiet_fd, _sigint_deferred
 from .budget import GRACE_SECONDS_DEFAULT, MAX_OVERHEAD_DEFAULT, PROBE_SECONDS, Ledger, OverheadBudget
 from .compile.watch import CompileWatch
 from .foreign import ForeignProfiler
+from .heavy_imports import HeavyImportWatch
 from .lazy_compile import CompileEntry, LazyCompile
 from .live_metadata import session_metadata
 from .modules import ModuleRegistry
@@ -113,6 +114,7 @@ class Session:
         self.modules = ModuleRegistry(self._on_module_call, self._on_outer_module_return)
         self.safety = StackSafety()
         self.step_source: StepDetector = StepDetector(self._auto_step, self._restart_steps)
+        self.heavy_imports = HeavyImportWatch(self._heavy_import)
         self.foreign = ForeignProfiler(
             lambda prof: getattr(prof, "_kernelscope_own", False),
             self._foreign_starting,
@@ -154,6 +156,7 @@ class Session:
         self._at_step = False  # inside _count_step: a step boundary
         self.compile_seconds = 0.0  # spent in Dynamo's compilation (not recorded, by design)
         self._compile_entry_at = 0.0
+        self._import_since: float | None = None  # stopped for an import of torch.compile's machinery since
         self._uncollected = 0  # events folded since the last garbage collection
         self._compile_since: int | None = None  # torch.compile compiling inside the open window since (ns)
         self._compile_spans: list[tuple[int, int]] = []
@@ -166,6 +169,7 @@ class Session:
         self.modules.install()
         self.step_source.install()
         self.foreign.install()
+        self.heavy_imports.install()
         self._watch_compiles()  # only if Dynamo is loaded: importing it costs ~1 s here
         self._lazy_compile.install()
         from .torch_lines import Counter, LineMode, OperatorLines
@@ -280,6 +284,14 @@ class Session:
 
     def _on_outer_module_return(self) -> None:
         self.step_source.outer_module_returned()
+
+    def _heavy_import(self, name: str) -> None:
+        """The program imports torch.compile's machinery (heavy_imports.py): not recorded."""
+        if self._prof is not None and not self._busy:
+            with _sigint_deferred():
+                self._close_window()
+            if self._prof is None:
+                self._import_since = time.perf_counter()  # counted with compiling, up to the next window
 
     def _foreign_starting(self) -> None:
         """The program starts its own torch.profiler (foreign.py): step aside."""
@@ -437,6 +449,9 @@ class Session:
 
             self._triton = LaunchRecorder.install_if_available()
         self._prof = prof
+        if self._import_since is not None:
+            self.compile_seconds += time.perf_counter() - self._import_since
+            self._import_since = None
         self.safety.opened()
         self._watch_compiles()
         self.windows += 1
@@ -464,8 +479,8 @@ class Session:
         self.safety.stopped(skip=2, compile_entry=compile_entry)
         t0 = time.perf_counter()
         events = self._fold(prof)
-        if self._window_sample:
-            self._shapes_sampled = True
+        if self._window_sample:  # shapes and allocations: sampled over the first shape_seconds recorded
+            self._shapes_sampled = self.recorded_seconds >= self.shape_seconds
             self._shaped = snapshot(self.builder, self._sampled_metrics())
         # the profiler object sits in reference cycles with its results: break what we can and collect
         # the rest here, not in a later timed step (without the collection peak memory grows with the run)
@@ -511,6 +526,7 @@ class Session:
             self.safety.remove()
             self.step_source.remove()
             self.foreign.remove()
+            self.heavy_imports.remove()
             self._compile_entry.remove()
             self._lazy_compile.remove()
             if self._compile_watch is not None:
