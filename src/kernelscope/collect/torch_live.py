@@ -194,8 +194,7 @@ class Session:
         if self._prof is not None:
             with _sigint_deferred():
                 self._close_window()
-            if self.calls is not None:  # open again at the program's next torch call
-                self.calls.rearm(1)
+            self._reopen_soon()
         busy, self._busy = self._busy, True  # its imports run torch code: no window opens for them
         t0 = time.perf_counter()
         try:
@@ -285,6 +284,12 @@ class Session:
     def _on_outer_module_return(self) -> None:
         self.step_source.outer_module_returned()
 
+    def _reopen_soon(self) -> None:
+        """A window was stopped for something that is over soon (an import, a compile): ask at every torch
+        call from Python, not every 1024th, until one opens (_open_window sets it back)."""
+        if self.calls is not None:
+            self.calls.rearm(1)
+
     def _heavy_import(self, name: str) -> None:
         """The program imports torch.compile's machinery (heavy_imports.py): not recorded."""
         if self._prof is not None and not self._busy:
@@ -292,6 +297,7 @@ class Session:
                 self._close_window()
             if self._prof is None:
                 self._import_since = time.perf_counter()  # counted with compiling, up to the next window
+                self._reopen_soon()
 
     def _foreign_starting(self) -> None:
         """The program starts its own torch.profiler (foreign.py): step aside."""
@@ -332,6 +338,7 @@ class Session:
         if self._prof is not None:
             self.compile_pauses += 1
             self._close_window()
+            self._reopen_soon()
         if self._prof is not None:  # could not stop (inside backward): its ops are left out at the fold
             self._compile_since = time.time_ns()
         self._lazy_compile.fire()  # torch._dynamo.optimize without torch.compile
@@ -350,6 +357,7 @@ class Session:
             self.compile_pauses += 1
             with _sigint_deferred():
                 self._close_window(compile_entry=True)
+            self._reopen_soon()
 
     def _compile_left(self) -> None:
         """Dynamo compiled the frame and is about to run it: record it from its first run."""
