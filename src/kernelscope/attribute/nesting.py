@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 _END, _NODE, _DUR, _CHILD, _FLOPS, _CHILD_FLOPS, _BW, _KIND, _LABEL, _MEASURED, _PLACED = range(11)
 # backward work with no forward op and no context of its own (gradient accumulation, DDP's reducer)
 NO_FORWARD_SCOPE = "backward without a forward op"
+# what already gives an op its Python context: a recorded `Call stack` inside one of these adds nothing
+_PLACING = frozenset({Kind.PYTHON, Kind.MODULE, Kind.OP})
 
 
 def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
@@ -62,7 +64,8 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
     fwd_prev = engine.fwd_prev
     fwd_seq_from_bw = engine.fwd_seq_from_bw
     K_STEP, K_OP, K_RUNTIME, K_SYNC, K_MEMORY = Kind.STEP, Kind.OP, Kind.RUNTIME, Kind.SYNC, Kind.MEMORY
-    K_REGION, K_OVERHEAD = Kind.REGION, Kind.OVERHEAD
+    K_REGION, K_OVERHEAD, K_STACK = Kind.REGION, Kind.OVERHEAD, Kind.STACK
+    stacks = tables.stacks
     C_OP, C_RUNTIME, C_SYNC = int(Category.OP), int(Category.RUNTIME), int(Category.SYNC)
     overlaps = 0
     unmatched_bw = 0
@@ -152,6 +155,17 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
                     stack[-1][_CHILD] += e_ - s
                 continue
             in_bw = bool(stack) and stack[-1][_BW]
+            if k == K_STACK:
+                # an op's recorded Python stack (Kineto's `Call stack`): its user frames go just outside the
+                # op, unless the trace's own python events already place it or it runs inside another op
+                if any(e[_KIND] in _PLACING for e in stack):
+                    continue
+                node = parent
+                for label in stacks[nm[i]]:
+                    node = child(node, label)
+                measured = bool(stack) and stack[-1][_MEASURED]
+                stack.append([e_, node, e_ - s, 0, 0, False, in_bw, Kind.PYTHON, -1, measured, None])
+                continue
             placed: list[Any] | None = None  # a compiled kernel's [placer token, bytes moved]
             if k in (K_RUNTIME, K_SYNC):
                 node = parent

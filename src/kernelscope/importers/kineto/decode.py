@@ -12,9 +12,10 @@ from ...attribute.tables import EventTables, _int, _ns
 from ...model import Frame
 from .events import CATEGORIES, RawEvent
 from .flops import FLOP_RULES, NO_TRAFFIC, op_bytes, op_flops
-from .pyframes import python_frame
+from .pyframes import call_stack_frames, python_frame
 
 _LIMIT = 1 << 62
+_STACKED = (Kind.OP, Kind.REGION)  # events whose `Call stack` places them
 
 
 class ChromeDecoder:
@@ -25,6 +26,17 @@ class ChromeDecoder:
         # (cat, name) -> (kind, frame-or-name index); -1 index = skip
         self._classes: dict[tuple[Any, Any], tuple[Kind, int]] = {}
         self._bytes_cache: dict[tuple[str, bytes, bytes], int] = {}
+        self._stacks: dict[str, int] = {}  # `Call stack` text -> stack label (-1: no user frame in it)
+
+    def _stack(self, text: str) -> int:
+        """The label of an op's ``Call stack`` (its user frames, outermost first); -1 when it has none."""
+        hit = self._stacks.get(text)
+        if hit is None:
+            if len(self._stacks) > 100_000:
+                self._stacks.clear()
+            frames = call_stack_frames(text)
+            hit = self._stacks[text] = self.tables.stack(frames) if frames else -1
+        return hit
 
     def _bytes(self, op: str, dims: Any, types: Any) -> int:
         """Bytes an op reads and writes (-1: no tensor inputs recorded), cached by its raw shapes."""
@@ -164,6 +176,17 @@ class ChromeDecoder:
                             t.triton_files[op] = kf
                             kind = Kind.REGION
                             label = t.frame(Frame.region(op))
+                    cs = args.call_stack
+                    if (
+                        type(cs) is str
+                        and kind in _STACKED
+                        and not (seq >= 0 and (fwd > 0 or label in t.backward_labels))
+                    ):
+                        # the op's Python stack (2021-era traces): its user frames, just outside the op (an
+                        # autograd op's own stack is the `backward()` call: it goes under its forward op instead)
+                        stack = self._stack(cs)
+                        if stack >= 0:
+                            host((thread, start, dur, Kind.STACK, stack, -1, -1, -1, -1, 0, -1))
                 host((thread, start, dur, kind, label, ext, corr, seq, fwd, value, nbytes))
             elif ph == "i" or ph == "I":
                 args = ev.args

@@ -29,6 +29,8 @@ class RawArgs(msgspec.Struct, frozen=True):
     nbytes: Any = msgspec.field(name="Bytes", default=None)
     kernel_file: Any = None
     collective: Any = msgspec.field(name="Collective name", default=None)
+    # the Python stack of an op (2021-era traces, and newer ones with a verbose experimental config)
+    call_stack: Any = msgspec.field(name="Call stack", default=None)
 
 
 NO_RAW = msgspec.Raw(b"")
