@@ -20,8 +20,8 @@ class Kind(enum.IntEnum):
     REGION = 2  # torch.compile regions, compiled graphs
     PYTHON = 3  # a user python frame
     MODULE = 4  # nn.Module: X_n
-    # the Python call stack an op recorded (Kineto's `Call stack` arg): spans the op, sorts just before it;
-    # its label indexes ``EventTables.stacks``
+    # the context an op recorded with it (Kineto's `Call stack` arg; an ONNX node's modules and lines):
+    # spans the op, sorts just before it; its label indexes ``EventTables.stacks``
     STACK = 5
     OP = 6  # cpu_op
     RUNTIME = 7  # cudaLaunchKernel, hipMemcpyAsync, ...
