@@ -136,3 +136,37 @@ def test_real_call_stacks_give_the_lines_of_the_python_events(real_callstack_tra
     assert under / backward >= 0.95
     # module frames come from the stacks' `nn.Module: X_N` entries
     assert {f.name for f in stacks_only.frames if f.kind is FrameKind.MODULE} >= {"Block_0", "Block_1", "Linear_0"}
+
+
+# --- CUDA/HIP graph replays (synthetic: no GPU here to record one) ------------------------------
+def _kernel_paths(profile: Profile) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for node in range(1, len(profile)):
+        path = profile.path(node)
+        if path[-1].kind is FrameKind.KERNEL:
+            out[path[-1].name] = [f.name if f.kind is not FrameKind.PYTHON else f"{f.file}:{f.line}" for f in path[:-1]]
+    return out
+
+
+def test_graph_kernels_go_where_the_graph_was_captured(tmp_path: Path) -> None:
+    profile = import_file(_write(tmp_path, vintage_traces.cuda_graphs(capture=True), "graphs.json"))
+    assert _kernel_paths(profile) == {
+        "sm80_gemm": ["model.py:10", "aten::mm"],
+        "relu_kernel": ["model.py:10", "aten::relu"],
+    }
+    assert profile.metadata["cuda_graphs"] == {
+        "kernels placed where captured": 6,
+        "kernels under their graph launch": 0,
+    }
+    assert profile.total("time_ns") == pytest.approx(3 * 40_000.0)
+
+
+def test_graph_kernels_without_their_capture_stay_under_the_launch(tmp_path: Path) -> None:
+    profile = import_file(_write(tmp_path, vintage_traces.cuda_graphs(capture=False), "graphs.json"))
+    launch = ["train.py:35", "cudaGraphLaunch"]
+    assert _kernel_paths(profile) == {"sm80_gemm": launch, "relu_kernel": launch}
+    assert profile.metadata["cuda_graphs"] == {
+        "kernels placed where captured": 0,
+        "kernels under their graph launch": 6,
+    }
+    assert any("graph launch" in w for w in profile.metadata["import_warnings"])
