@@ -69,8 +69,7 @@ def _rows(path: str, need: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str
             missing = [c for c in need if c not in (reader.fieldnames or [])]
             if missing:
                 raise BadInputError(f"{path}: not a rocprofv3 trace CSV (no column {missing[0]!r})")
-            for i, row in enumerate(reader, start=2):
-                yield i, row
+            yield from enumerate(reader, start=2)
     except csv.Error as exc:
         raise BadInputError(f"{path}: malformed CSV ({exc})") from None
     except OSError as exc:
