@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 from kernelscope.attribute.costs import op_bytes
+from kernelscope.importers import import_file
 
 
 def test_views_and_allocations_move_nothing() -> None:
@@ -40,3 +45,33 @@ def test_flash_attention_kernels_read_their_own_layout() -> None:
     assert sdpa == flash == 4.0 * 2 * 8 * 128 * 256 * 64
     grad = op_flops("aten::_flash_attention_backward", [[2, 128, 8, 64], [2, 128, 8, 64], [2, 256, 8, 64]])
     assert grad == 2.5 * flash
+
+
+def _op(name: str, ts: float, dur: float, dims: list[Any]) -> dict[str, Any]:
+    types = ["float" if d else "" for d in dims]
+    args = {"Input Dims": dims, "Input type": types, "Concrete Inputs": [""] * len(dims)}
+    return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": args}
+
+
+def test_the_op_that_does_the_work_carries_both_flops_and_bytes(tmp_path: Path) -> None:
+    x, w, b, out = [8, 16], [32, 16], [32], [8, 32]
+    events = [
+        _op("aten::linear", 0.0, 100.0, [x, w, b]),
+        _op("aten::t", 1.0, 5.0, [w]),
+        _op("aten::addmm", 10.0, 80.0, [b, x, [16, 32], [], []]),
+        _op("aten::copy_", 12.0, 10.0, [out, [32]]),
+        _op("aten::relu", 200.0, 50.0, [out]),
+        _op("aten::clamp_min", 201.0, 40.0, [out, []]),
+    ]
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    rows = {k: v for k, v in import_file(str(path)).view(by="op", metrics=["flops", "bytes"]).rows}
+    addmm_bytes = op_bytes("aten::addmm", [b, x, [16, 32], [], []], [4, 4, 4, 0, 0])
+    assert rows["aten::addmm"] == {"flops": 2 * 8 * 16 * 32, "bytes": addmm_bytes}
+    assert rows["aten::relu"] == {"flops": 0.0, "bytes": op_bytes("aten::relu", [out], [4])}
+    # the outer linear and the helpers inside the work ops carry nothing (counted once, where the work is)
+    assert "aten::linear" not in rows and "aten::copy_" not in rows and "aten::clamp_min" not in rows
+
+
+def test_copy_writes_its_destination_without_reading_it() -> None:
+    assert op_bytes("aten::copy_", [[10], [10]], [4, 4]) == 80.0  # reads src, writes dst

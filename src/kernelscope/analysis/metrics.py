@@ -91,6 +91,8 @@ def parse_metric(spec: str, available: set[str]) -> MetricSpec:
             return MetricSpec(s, (col,), _pct(col), "%")
         if unit in _TIME_UNITS:
             return MetricSpec(s, (col,), _scaled(col, _TIME_UNITS[unit]), unit)
+    if s == "intensity":  # arithmetic intensity, FLOP per byte moved (the roofline's x axis)
+        return MetricSpec(s, ("flops", "bytes"), _ratio("flops", "bytes"), "FLOP/B", additive=False)
     if base == "avg" and (not unit or unit in _TIME_UNITS):
         scale = _TIME_UNITS[unit or "us"]
         return MetricSpec(
@@ -124,7 +126,7 @@ def parse_metric(spec: str, available: set[str]) -> MetricSpec:
             f"metric {spec!r} needs {missing!r}, which this profile does not have{_WHY.get(missing, '')}; stored metrics: {known}"
         )
     raise UsageError(
-        f"unknown metric {spec!r}; stored metrics: {known}; derived: time/ms, time/%, avg, flop/s, byte/s, A/B, X/s"
+        f"unknown metric {spec!r}; stored metrics: {known}; derived: time/ms, time/%, avg, flop/s, byte/s, intensity, A/B, X/s"
     )
 
 

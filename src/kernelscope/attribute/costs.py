@@ -241,6 +241,8 @@ REDUCTIONS = frozenset(
         "aten::mse_loss",
     }
 )
+# In-place ops that overwrite their first input without reading it
+OVERWRITES = frozenset({"aten::copy_", "aten::fill_", "aten::zero_", "aten::normal_", "aten::uniform_"})
 _AUTOGRAD_NODE = re.compile(r"Backward\d*$")
 # Kineto's "Input type" names -> bytes per element
 ITEMSIZE = {
@@ -313,6 +315,8 @@ def op_bytes(name: str, shapes: Sequence[Any], itemsizes: Sequence[int]) -> floa
     if not sizes:
         return None
     reads = sum(sizes)
+    if name in OVERWRITES and len(sizes) > 1:
+        reads -= first  # copy_(dst, src): the destination is written, not read
     out = _gemm_out(name, shapes)
     if out is not None:
         writes = out * (itemsizes[0] if itemsizes and itemsizes[0] else 4)

@@ -19,8 +19,9 @@ Every source goes through it: Kineto chrome traces (importers/kineto) in one fol
 
 Metrics: ``cpu_time_ns`` is host self time (an event's duration minus its direct children's) of every
 frame; ``time_ns`` is device time on kernel nodes, or with no device activity the self time of ops;
-``count`` is the calls of the frame itself; ``flops`` on the innermost op that has a FLOP rule;
-``bytes`` on the outermost op that recorded tensor inputs (``costs``); ``alloc_bytes`` on the
+``count`` is the calls of the frame itself; ``flops`` and ``bytes`` on the op that does the work (one rule,
+``nesting.bytes_up``): the innermost op with a FLOP rule carries both, its own bytes in place of its inner
+ops'; elsewhere bytes sit on the innermost ops that recorded tensor inputs (``costs``); ``alloc_bytes`` on the
 innermost context of each allocation.
 """
 

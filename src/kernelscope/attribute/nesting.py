@@ -24,9 +24,13 @@ if TYPE_CHECKING:
     from .engine import Attributor
 
 # stack entry fields
-_END, _NODE, _DUR, _CHILD, _FLOPS, _CHILD_FLOPS, _BW, _KIND, _LABEL, _MEASURED, _PLACED = range(11)
+_END, _NODE, _DUR, _CHILD, _FLOPS, _CHILD_FLOPS, _BW, _KIND, _LABEL, _NB, _PLACED, _IN_OP, _PEND = range(13)
+# _NB: the bytes the op reads and writes (-1: not recorded); _IN_OP: an op is at or above the entry;
+# _PEND: (node, bytes) its ops counted, held until the outermost op decides (``bytes_up``)
 # backward work with no forward op and no context of its own (gradient accumulation, DDP's reducer)
 NO_FORWARD_SCOPE = "backward without a forward op"
+# what already gives an op its Python context: a recorded `Call stack` inside one of these adds nothing
+_PLACING = frozenset({Kind.PYTHON, Kind.MODULE, Kind.OP})
 
 
 def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
@@ -62,7 +66,8 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
     fwd_prev = engine.fwd_prev
     fwd_seq_from_bw = engine.fwd_seq_from_bw
     K_STEP, K_OP, K_RUNTIME, K_SYNC, K_MEMORY = Kind.STEP, Kind.OP, Kind.RUNTIME, Kind.SYNC, Kind.MEMORY
-    K_REGION, K_OVERHEAD = Kind.REGION, Kind.OVERHEAD
+    K_REGION, K_OVERHEAD, K_STACK = Kind.REGION, Kind.OVERHEAD, Kind.STACK
+    stacks = tables.stacks
     C_OP, C_RUNTIME, C_SYNC = int(Category.OP), int(Category.RUNTIME), int(Category.SYNC)
     overlaps = 0
     unmatched_bw = 0
@@ -81,6 +86,30 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
             metrics["bytes"] = float(moved)
         placer.finish(token, metrics, b)  # type: ignore[union-attr]
 
+    def bytes_up(e: list[Any]) -> None:
+        """One rule for FLOPs and bytes: the op that does the work carries both. The op that counts FLOPs
+        (the innermost op with a FLOP rule: ``aten::addmm`` under ``aten::linear``) takes its own bytes in
+        place of what its inner ops moved; in a subtree without one, bytes sit on the outermost op that
+        recorded tensor inputs (``aten::relu``, not ``aten::clamp_min``). A compiled kernel placed by the
+        placer carries its own bytes. What an op counted waits on its enclosing op until the outermost."""
+        pend = e[_PEND]
+        if e[_PLACED] is not None:
+            return  # (its bytes went to the placer with its other metrics)
+        nb_ = e[_NB]
+        if nb_ >= 0 and not e[_CHILD_FLOPS]:  # (an op whose inner op counts FLOPs leaves bytes to it)
+            pend = [(e[_NODE], nb_)] if nb_ > 0 else None
+        if not pend:
+            return
+        if stack and stack[-1][_IN_OP]:
+            top = stack[-1]
+            if top[_PEND] is None:
+                top[_PEND] = pend
+            else:
+                top[_PEND].extend(pend)
+        else:
+            for node, value in pend:
+                nbytes[node] += value
+
     def pop() -> None:
         e = stack.pop()
         self_t = e[_DUR] - e[_CHILD]
@@ -92,6 +121,8 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
                 op_time[e[_NODE]] += self_t
         if e[_FLOPS] and not e[_CHILD_FLOPS]:
             flops[e[_NODE]] += e[_FLOPS]
+        if e[_IN_OP]:
+            bytes_up(e)
         if stack:
             top = stack[-1]
             top[_CHILD] += e[_DUR]
@@ -137,6 +168,8 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
                         op_time[e[_NODE]] += self_t
                 if e[_FLOPS] and not e[_CHILD_FLOPS]:
                     flops[e[_NODE]] += e[_FLOPS]
+                if e[_IN_OP]:
+                    bytes_up(e)
                 if stack:
                     top = stack[-1]
                     top[_CHILD] += e[_DUR]
@@ -152,6 +185,16 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
                     stack[-1][_CHILD] += e_ - s
                 continue
             in_bw = bool(stack) and stack[-1][_BW]
+            if k == K_STACK:
+                # an op's recorded Python stack (Kineto's `Call stack`): its user frames go just outside the
+                # op, unless the trace's own python events already place it or it runs inside another op
+                if any(e[_KIND] in _PLACING for e in stack):
+                    continue
+                node = parent
+                for label in stacks[nm[i]]:
+                    node = child(node, label)
+                stack.append([e_, node, e_ - s, 0, 0, False, in_bw, Kind.PYTHON, -1, -1, None, False, None])
+                continue
             placed: list[Any] | None = None  # a compiled kernel's [placer token, bytes moved]
             if k in (K_RUNTIME, K_SYNC):
                 node = parent
@@ -172,7 +215,7 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
                 label = nm[i]
                 if in_bw and k == K_OP and stack and stack[-1][_LABEL] == label and label in bw_labels:
                     # the autograd node's own op inside `evaluate_function: X`: folded into it
-                    stack.append([e_, parent, e_ - s, 0, val[i], False, True, k, -1, stack[-1][_MEASURED], None])
+                    stack.append([e_, parent, e_ - s, 0, val[i], False, True, k, -1, nb[i], None, True, None])
                     continue
                 if k in (K_OP, K_REGION) and not in_bw and (fw[i] > 0 or label in bw_labels):
                     # an autograd op (every vintage marks them with a Fwd thread id): under the forward
@@ -221,16 +264,13 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
                         l_add((corr[i], node, -1))
                     if host_rows:
                         r_add((node, track, s, e_ - s, C_OP, 0, -1))
-            measured = bool(stack) and stack[-1][_MEASURED]
-            if k == K_OP and not measured and nb[i] >= 0:
-                # bytes on the outermost op that recorded tensor inputs (attribute.costs.op_bytes)
-                measured = True
-                if nb[i] and placed is None:
-                    nbytes[node] += nb[i]
-                elif nb[i] and placed is not None:
-                    placed[1] = nb[i]  # split with the kernel's other metrics
+            if placed is not None and nb[i] > 0:
+                placed[1] = nb[i]  # split with the kernel's other metrics
             flop = val[i] if k == K_OP and placed is None else 0.0
-            stack.append([e_, node, e_ - s, 0, flop, False, in_bw, k, nm[i], measured, placed])
+            in_op = k == K_OP or (bool(stack) and stack[-1][_IN_OP])
+            stack.append(
+                [e_, node, e_ - s, 0, flop, False, in_bw, k, nm[i], nb[i] if k == K_OP else -1, placed, in_op, None]
+            )
     while stack:
         pop()
 

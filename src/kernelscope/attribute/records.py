@@ -20,16 +20,19 @@ class Kind(enum.IntEnum):
     REGION = 2  # torch.compile regions, compiled graphs
     PYTHON = 3  # a user python frame
     MODULE = 4  # nn.Module: X_n
-    OP = 5  # cpu_op
-    RUNTIME = 6  # cudaLaunchKernel, hipMemcpyAsync, ...
-    SYNC = 7  # cudaStreamSynchronize, ...
-    MEMORY = 8  # [memory] instant event (allocation)
-    OVERHEAD = 9  # the profiler's own work inside a context: taken out of its self time, kept nowhere
+    # the context an op recorded with it (Kineto's `Call stack` arg; an ONNX node's modules and lines):
+    # spans the op, sorts just before it; its label indexes ``EventTables.stacks``
+    STACK = 5
+    OP = 6  # cpu_op
+    RUNTIME = 7  # cudaLaunchKernel, hipMemcpyAsync, ...
+    SYNC = 8  # cudaStreamSynchronize, ...
+    MEMORY = 9  # [memory] instant event (allocation)
+    OVERHEAD = 10  # the profiler's own work inside a context: taken out of its self time, kept nowhere
     # device
-    KERNEL = 10
-    MEMCPY = 11
-    MEMSET = 12
-    COMM = 13
+    KERNEL = 11
+    MEMCPY = 12
+    MEMSET = 13
+    COMM = 14
     # dropped
     SKIP = 20  # known and not needed (flows, overhead, framework python frames, ...)
     UNKNOWN = 21

@@ -22,6 +22,7 @@ from .records import BACKWARD_PREFIX, Kind, host_kind, region_name
 from .spill import I64, RunStore, TempArea
 
 _LIMIT = 1 << 62  # ns; anything larger is not a timestamp
+_AUTOGRAD_KINDS = np.array([Kind.OP, Kind.REGION], dtype=np.int64)  # what a `Fwd thread id` marks as backward
 
 
 def _ns(value: Any) -> int | None:
@@ -48,7 +49,7 @@ class HostTable(RunStore):
 
     Runs are sorted by (thread, start, longest first, outer kind first); ``windows(thread)`` merges
     them back one thread at a time (see ``spill``). ``min_start`` and ``bw_threads`` (threads with
-    ops that carry ``Fwd thread id``) are gathered as the runs are written.
+    ops or regions that carry ``Fwd thread id``) are gathered as the runs are written.
     """
 
     # name: index into EventTables.frames (runtime calls: into .names); value: FLOPs (ops) or bytes (allocations)
@@ -64,7 +65,8 @@ class HostTable(RunStore):
         if len(records):
             first = int(records[:, 1].min())
             self.min_start = first if self.min_start is None else min(self.min_start, first)
-            bw = (records[:, 3] == Kind.OP) & (records[:, 8] > 0)
+            # (a compiled backward may mark only its `CompiledFunctionBackward` region)
+            bw = np.isin(records[:, 3], _AUTOGRAD_KINDS) & (records[:, 8] > 0)
             if bw.any():
                 self.bw_threads.update(np.unique(records[bw, 0]).tolist())
         return records[_host_order(records)]
@@ -114,6 +116,9 @@ class EventTables:
         self._frame_index: dict[Frame, int] = {}
         self.names: list[str] = []
         self._name_index: dict[str, int] = {}
+        # Python call stacks recorded on ops (Kind.STACK rows): frame labels, outermost first
+        self.stacks: list[tuple[int, ...]] = []
+        self._stack_index: dict[tuple[int, ...], int] = {}
         self.threads: list[tuple[Any, Any]] = []
         self._thread_index: dict[tuple[Any, Any], int] = {}
         self.triton_files: dict[str, str] = {}
@@ -144,6 +149,15 @@ class EventTables:
                 return kind, label
             return kind, self.frame(Frame.op(name))
         return kind, self.frame(Frame.scope(name))
+
+    def stack(self, frames: tuple[Frame, ...]) -> int:
+        """The label of a Python call stack (user frames, outermost first); what Kind.STACK rows carry."""
+        labels = tuple(self.frame(f) for f in frames)
+        idx = self._stack_index.get(labels)
+        if idx is None:
+            idx = self._stack_index[labels] = len(self.stacks)
+            self.stacks.append(labels)
+        return idx
 
     def name_id(self, name: str) -> int:
         idx = self._name_index.get(name)

@@ -18,6 +18,9 @@ class Importer:
     # bytes of the file, decompressed when the file is gzip.
     sniff: Callable[[str, bytes], bool]
     load: Callable[[str], Profile]
+    # asked before importers of lower priority: a format that is a special case of another's sniff
+    # (ONNX Runtime's profile is a Chrome-trace array) outranks it
+    priority: int = 0
 
 
 _REGISTRY: list[Importer] = []
@@ -31,7 +34,7 @@ def register(importer: Importer) -> Importer:
 def importers() -> list[Importer]:
     from . import _all  # noqa: F401  (registers the built-in importers)
 
-    return list(_REGISTRY)
+    return sorted(_REGISTRY, key=lambda i: -i.priority)  # (stable: registration order within a priority)
 
 
 def read_head(path: str, size: int = 65536) -> bytes:

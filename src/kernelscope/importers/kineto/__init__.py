@@ -50,6 +50,7 @@ def _load(path: str, reader: TraceReader, tables: EventTables, warnings: Counter
         decoder = ChromeDecoder(tables)
         for batch in reader.batches():
             decoder.add(batch)
+        graphs = decoder.finish()
         tables.host.finish()
         tables.device.finish()
     except RecursionError:
@@ -69,6 +70,8 @@ def _load(path: str, reader: TraceReader, tables: EventTables, warnings: Counter
     for cat, n in tables.categories.items():
         warnings[f"events of unknown category {cat[:60]!r} skipped"] += n
     metadata = _metadata(path, reader.header, tables, warnings, reader.bytes_read)
+    if graphs:
+        metadata["cuda_graphs"] = graphs
     return build_profile(tables, metadata, warnings)
 
 

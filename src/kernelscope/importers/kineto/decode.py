@@ -12,9 +12,12 @@ from ...attribute.tables import EventTables, _int, _ns
 from ...model import Frame
 from .events import CATEGORIES, RawEvent
 from .flops import FLOP_RULES, NO_TRAFFIC, op_bytes, op_flops
-from .pyframes import python_frame
+from .graphs import CAPTURE_BEGIN, CAPTURE_END, GRAPH_LAUNCHES, KERNEL_LAUNCHES, GraphReplays, graph_ids
+from .pyframes import call_stack_frames, python_frame
 
 _LIMIT = 1 << 62
+_STACKED = (Kind.OP, Kind.REGION)  # events whose `Call stack` places them
+_LAUNCH, _GRAPH, _BEGIN, _END = 1, 2, 3, 4  # runtime calls that CUDA/HIP graph replays are paired by
 
 
 class ChromeDecoder:
@@ -25,6 +28,40 @@ class ChromeDecoder:
         # (cat, name) -> (kind, frame-or-name index); -1 index = skip
         self._classes: dict[tuple[Any, Any], tuple[Kind, int]] = {}
         self._bytes_cache: dict[tuple[str, bytes, bytes], int] = {}
+        self._stacks: dict[str, int] = {}  # `Call stack` text -> stack label (-1: no user frame in it)
+        self.graphs = GraphReplays()
+        self._roles: dict[int, int] = {}  # runtime call name -> _LAUNCH, _GRAPH, _BEGIN, _END or 0
+
+    def _role(self, label: int) -> int:
+        hit = self._roles.get(label)
+        if hit is None:
+            name = self.tables.names[label]
+            hit = self._roles[label] = (
+                _LAUNCH
+                if name in KERNEL_LAUNCHES
+                else _GRAPH
+                if name in GRAPH_LAUNCHES
+                else _BEGIN
+                if name in CAPTURE_BEGIN
+                else _END
+                if name in CAPTURE_END
+                else 0
+            )
+        return hit
+
+    def finish(self) -> dict[str, int]:
+        """After the last batch: the graph-replayed kernels held back, written where they belong."""
+        return self.graphs.resolve(self.tables)
+
+    def _stack(self, text: str) -> int:
+        """The label of an op's ``Call stack`` (its user frames, outermost first); -1 when it has none."""
+        hit = self._stacks.get(text)
+        if hit is None:
+            if len(self._stacks) > 100_000:
+                self._stacks.clear()
+            frames = call_stack_frames(text)
+            hit = self._stacks[text] = self.tables.stack(frames) if frames else -1
+        return hit
 
     def _bytes(self, op: str, dims: Any, types: Any) -> int:
         """Bytes an op reads and writes (-1: no tensor inputs recorded), cached by its raw shapes."""
@@ -75,6 +112,19 @@ class ChromeDecoder:
         if base in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET):
             return base, t.name_id(name)
         return base, -1
+
+    def _graph_call(self, role: int, thread: int, start: int, dur: int, corr: int, label: int) -> None:
+        g = self.graphs
+        if role == _LAUNCH:
+            if corr >= 0:
+                g.launches.extend((thread, start, corr))
+        elif role == _GRAPH:  # the launch becomes a region: its kernels are its children
+            region = self.tables.frame(Frame.region(self.tables.names[label]))
+            self.tables.host.data.extend((thread, start, dur, Kind.REGION, region, -1, -1, -1, -1, 0, -1))
+        elif role == _BEGIN:
+            g.begins.append((thread, start))
+        else:
+            g.ends.append((thread, start + dur))
 
     # --- the hot loop --------------------------------------------------------
     def add(self, events: Iterable[RawEvent]) -> None:
@@ -131,6 +181,12 @@ class ChromeDecoder:
                         corr = -1
                     if kind is Kind.KERNEL and args is not None and args.collective is not None:
                         kind = Kind.COMM
+                    if args is not None and (args.graph_id is not None or args.graph_id_camel is not None):
+                        ids = graph_ids(args)
+                        if ids is not None:  # a graph replay's kernel: placed once the captures are known
+                            self.graphs.hold((start, dur, kind, label, dev, stream, corr, n_dev), *ids)
+                            n_dev += 1
+                            continue
                     device((start, dur, kind, label, dev, stream, corr, n_dev))
                     n_dev += 1
                     continue
@@ -146,6 +202,9 @@ class ChromeDecoder:
                     if kind is Kind.RUNTIME or kind is Kind.SYNC:
                         c = _int(args.correlation)
                         corr = -1 if c is None else c
+                        role = self._role(label)
+                        if role:
+                            self._graph_call(role, thread, start, dur, corr, label)
                     elif kind is Kind.OP or kind is Kind.REGION:
                         # (compiled regions too: `CompiledFunction` is the forward of `CompiledFunctionBackward`)
                         s = _int(args.seq)
@@ -164,6 +223,17 @@ class ChromeDecoder:
                             t.triton_files[op] = kf
                             kind = Kind.REGION
                             label = t.frame(Frame.region(op))
+                    cs = args.call_stack
+                    if (
+                        type(cs) is str
+                        and kind in _STACKED
+                        and not (seq >= 0 and (fwd > 0 or label in t.backward_labels))
+                    ):
+                        # the op's Python stack (2021-era traces): its user frames, just outside the op (an
+                        # autograd op's own stack is the `backward()` call: it goes under its forward op instead)
+                        stack = self._stack(cs)
+                        if stack >= 0:
+                            host((thread, start, dur, Kind.STACK, stack, -1, -1, -1, -1, 0, -1))
                 host((thread, start, dur, kind, label, ext, corr, seq, fwd, value, nbytes))
             elif ph == "i" or ph == "I":
                 args = ev.args

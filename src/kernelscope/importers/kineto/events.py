@@ -29,6 +29,13 @@ class RawArgs(msgspec.Struct, frozen=True):
     nbytes: Any = msgspec.field(name="Bytes", default=None)
     kernel_file: Any = None
     collective: Any = msgspec.field(name="Collective name", default=None)
+    # the Python stack of an op (2021-era traces, and newer ones with a verbose experimental config)
+    call_stack: Any = msgspec.field(name="Call stack", default=None)
+    # a kernel replayed by a CUDA/HIP graph (CUPTI's graphId/graphNodeId)
+    graph_id: Any = msgspec.field(name="graph id", default=None)
+    graph_node_id: Any = msgspec.field(name="graph node id", default=None)
+    graph_id_camel: Any = msgspec.field(name="graphId", default=None)
+    graph_node_id_camel: Any = msgspec.field(name="graphNodeId", default=None)
 
 
 NO_RAW = msgspec.Raw(b"")

@@ -71,3 +71,22 @@ def module_frame(label: str) -> Frame:
     if not sep or not counter.isdigit():
         cls = label
     return Frame.module_(label, cls)
+
+
+def call_stack_frames(text: str, rule: PyFrameRule = DEFAULT_RULE) -> tuple[Frame, ...]:
+    """The user frames of an op's ``Call stack`` arg, outermost first.
+
+    Kineto writes the stack innermost first, ``;``-separated (often with a trailing ``;``):
+    ``<built-in function linear>;torch/nn/modules/linear.py(125): forward;nn.Module: Linear_0;
+    train.py(54): <module>;``. Each entry goes through the same rule as a ``python_function`` event
+    (``python_frame``): framework and interpreter frames are dropped, ``nn.Module: X_N`` entries are modules.
+    """
+    out: list[Frame] = []
+    for entry in reversed(text.split(";")):
+        entry = entry.strip()
+        if not entry:
+            continue
+        frame = python_frame(entry, rule)
+        if frame is not None:
+            out.append(frame)
+    return tuple(out)
