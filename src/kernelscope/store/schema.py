@@ -63,16 +63,28 @@ TIMELINE_SCHEMA = pa.schema(
 # collectives/rank=R/*.parquet: one row per communication kernel, with what Kineto recorded about it.
 COLLECTIVES_SCHEMA = pa.schema(
     [
-        pa.field("name", pa.string(), nullable=False),  # collective name (allreduce, ...) or the kernel name
-        pa.field("kernel", pa.string(), nullable=False),
-        pa.field("pg", pa.string(), nullable=False),  # process group name ("" when not recorded)
+        pa.field("name", pa.string(), nullable=False),  # collective name (allreduce, ...) or the normalised kernel
+        pa.field("kernel", pa.string(), nullable=False),  # the kernel's name as recorded
+        pa.field("pg", pa.string(), nullable=False),  # process group name, else the stream ("stream 7")
         pa.field("seq", pa.int64(), nullable=True),  # NCCL seq_num; null when Kineto did not record it
         pa.field("order", pa.int64(), nullable=False),  # position among this rank's collectives of the group
         pa.field("start_ns", pa.int64(), nullable=False),
         pa.field("dur_ns", pa.int64(), nullable=False),
-        pa.field("bytes", pa.float64(), nullable=False),
-        pa.field("line_key", pa.string(), nullable=True),
-        pa.field("module_key", pa.string(), nullable=True),
+        pa.field("device", pa.string(), nullable=False),
+        pa.field("line_key", pa.string(), nullable=True),  # the user line that launched it
+        pa.field("module_key", pa.string(), nullable=True),  # the module it ran under
+    ]
+)
+
+# devices/rank=R/*.parquet: the rank's per-device time breakdown (analysis.breakdown: interval unions).
+DEVICES_SCHEMA = pa.schema(
+    [
+        pa.field("device", pa.string(), nullable=False),
+        pa.field("total_ns", pa.int64(), nullable=False),  # first device event start to last end
+        pa.field("busy_ns", pa.int64(), nullable=False),
+        pa.field("computation_ns", pa.int64(), nullable=False),
+        pa.field("total_comm_ns", pa.int64(), nullable=False),
+        pa.field("exposed_comm_ns", pa.int64(), nullable=False),  # communication no computation overlapped
     ]
 )
 
@@ -81,10 +93,12 @@ TABLES: dict[str, pa.Schema] = {
     "nodes": NODES_SCHEMA,
     "timeline": TIMELINE_SCHEMA,
     "collectives": COLLECTIVES_SCHEMA,
+    "devices": DEVICES_SCHEMA,
 }
 
 __all__ = [
     "COLLECTIVES_SCHEMA",
+    "DEVICES_SCHEMA",
     "KEYED_SCHEMA",
     "METRICS",
     "NODES_SCHEMA",
