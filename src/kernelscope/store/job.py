@@ -77,7 +77,8 @@ def dask_client(scheduler: str | None, workers: int, memory_limit: str) -> Itera
             threads_per_worker=1,
             processes=True,
             memory_limit=memory_limit,
-            dashboard_address=None,
+            dashboard_address=":0",  # no fixed port: several imports may run at once
+            scheduler_kwargs={"dashboard": False},
             silence_logs=logging.CRITICAL,
         )
         with cluster, Client(cluster) as client:  # type: ignore[no-untyped-call]
