@@ -199,3 +199,13 @@ def test_kineto_import_keeps_what_collectives_recorded() -> None:
     recorded = [r for r in table if r["name"] == "_allgather_base"]
     assert len(recorded) == 1 and recorded[0]["pg"] == "3" and recorded[0]["seq"] is None
     assert [r["order"] for r in table if r["pg"] == "stream 7"] == list(range(len(table) - 1))
+
+
+def test_advisor_names_straggler_skew_and_imbalance(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["analyze", str(store), "--json"]) == 0
+    found = {f["rule"]: f for f in reversed(json.loads(capsys.readouterr().out)["findings"])}
+    assert found["straggler"]["device"] == "rank 5"
+    assert (found["straggler"]["file"], found["straggler"]["line"]) == ("flashinfer/fused_moe/core.py", 1633)
+    assert found["collective_skew"]["device"] == "rank 2" and "#30 in stream 7" in found["collective_skew"]["title"]
+    assert "rank_imbalance" in found

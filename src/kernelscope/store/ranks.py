@@ -14,7 +14,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..model import Profile
 from .read import Store
+from .split import split_ranks
+from .tables import rank_tables
 
 TOP = 10
 
@@ -155,6 +158,40 @@ SELECT key FROM dense WHERE "by" = ? GROUP BY key ORDER BY sum(t) DESC, key LIMI
 
 def analyze_store(store: Store, top: int = TOP) -> RanksReport:
     con = store.connect()
+    try:
+        return analyze(con, tuple(store.ranks), tuple(s.reason for s in store.manifest.skipped), top)
+    finally:
+        con.close()
+
+
+def analyze_profile(merged: Profile, top: int = TOP) -> RanksReport | None:
+    """The same analysis on a merged profile held in memory (no store): its ranks' tables as Arrow, in DuckDB.
+
+    Collectives are matched by order there (the merged profile keeps no seq_num). None for one rank.
+    """
+    import duckdb
+    import pyarrow as pa
+
+    parts = split_ranks(merged)
+    if len(parts) < 2:
+        return None
+    tables: dict[str, list[pa.Table]] = {}
+    for rank, profile in parts:
+        for name, table in rank_tables(profile).items():
+            tables.setdefault(name, []).append(
+                table.append_column("rank", pa.array([rank] * table.num_rows, pa.int32()))
+            )
+    con = duckdb.connect(":memory:")
+    try:
+        for name, parts_ in tables.items():
+            con.register(name, pa.concat_tables(parts_))
+        return analyze(con, tuple(r for r, _p in parts), (), top)
+    finally:
+        con.close()
+
+
+def analyze(con: Any, ranks: tuple[int, ...], skipped: tuple[str, ...], top: int = TOP) -> RanksReport:
+    """Cross-rank analysis over ``keyed``, ``collectives`` and ``devices`` relations that carry ``rank``."""
     con.execute(_MATCHED)
     con.execute(_DENSE)
     skew = [
@@ -191,10 +228,9 @@ def analyze_store(store: Store, top: int = TOP) -> RanksReport:
             "ranks": [int(c[0]) for c in cells],
             "rows": [[float(v) for v in c[1]] for c in cells],
         }
-    con.close()
     return RanksReport(
-        ranks=tuple(store.ranks),
-        skipped=tuple(s.reason for s in store.manifest.skipped),
+        ranks=ranks,
+        skipped=skipped,
         collectives=len(skew),
         matched_by_seq=bool(skew) and all(c.by_seq for c in skew),
         top_skew=tuple(skew[:top]),
@@ -205,4 +241,14 @@ def analyze_store(store: Store, top: int = TOP) -> RanksReport:
     )
 
 
-__all__ = ["Collective", "Excess", "RankComm", "RanksReport", "Spread", "Straggler", "analyze_store"]
+__all__ = [
+    "Collective",
+    "Excess",
+    "RankComm",
+    "RanksReport",
+    "Spread",
+    "Straggler",
+    "analyze",
+    "analyze_profile",
+    "analyze_store",
+]
