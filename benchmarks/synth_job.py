@@ -158,7 +158,8 @@ def synthesise(
                 e["dur"] = round(float(new_dur[i]), 3)
         info = dict(doc.get("distributedInfo") or {})
         info.update({"rank": r, "world_size": ranks})
-        doc["distributedInfo"] = info
+        doc.pop("distributedInfo", None)
+        doc = {"distributedInfo": info, **doc}  # first: HTA reads the rank from the head of the file
         with gzip.open(os.path.join(out, f"rank-{r}.json.gz"), "wb", compresslevel=1) as fh:
             fh.write(enc.encode(doc))
     truth = {
