@@ -36,6 +36,8 @@ class RawArgs(msgspec.Struct, frozen=True):
     graph_node_id: Any = msgspec.field(name="graph node id", default=None)
     graph_id_camel: Any = msgspec.field(name="graphId", default=None)
     graph_node_id_camel: Any = msgspec.field(name="graphNodeId", default=None)
+    pg_name: Any = msgspec.field(name="Process Group Name", default=None)
+    comm_seq: Any = msgspec.field(name="Seq", default=None)  # NCCL seq_num (newer PyTorch)
 
 
 NO_RAW = msgspec.Raw(b"")
