@@ -39,9 +39,9 @@ class RunCommand:
             type=non_negative_float,
             default=None,
             metavar="FRACTION",
-            help="keep folding at most FRACTION of the run's wall time, skipping windows when it would be more "
-            "(the first 1.5 s of recording, in CPU time, are always kept); 0 records everything (default: 0.1, or 0 with "
-            "--steps, --duration or --schedule)",
+            help="spend at most FRACTION of the program's own time on recording (everything counts: recording, "
+            "stopping, folding; never less than 0.5 s), sampling whole steps when it would be more; 0 records every op "
+            "(default: 0.1, or 0 with --steps, --duration or --schedule)",
         )
         parser.add_argument(
             "--shapes",

@@ -57,9 +57,9 @@ def start(
     ``memory``: allocation events (``alloc_bytes``) in the same sampling window ("sample"), in every
     window ("all") or not at all ("off"); default: "all" with ``shapes="all"``, "off" with
     ``profile_memory=False``, else "sample".
-    ``max_overhead``: keep the time spent stopping, folding and starting windows at most this fraction
-    of the wall time since recording began (after the first 1.5 s of recording, in CPU time, which are always kept):
-    the next window waits until the run has caught up. 0: record everything. Default: 0.1, or 0 when
+    ``max_overhead``: spend at most this fraction of the program's own time on recording (everything counts:
+    recording, stopping, folding, starting windows; never less than 0.5 s): past it the run is sampled in whole
+    steps. 0: record every op. Default: 0.1, or 0 when
     ``steps``, ``duration`` or ``schedule`` is given. The profile's ``coverage`` metadata says what was
     recorded.
     """
