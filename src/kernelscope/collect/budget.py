@@ -22,9 +22,9 @@ from typing import Any
 
 # Measured on benchmarks/bench_run.py and bench_budget.py (2-core CPU): see benchmarks/README.md.
 MAX_OVERHEAD_DEFAULT = 0.1
-GRACE_SECONDS_DEFAULT = 0.3  # seconds of kernelscope's cost always allowed
+GRACE_SECONDS_DEFAULT = 0.5  # seconds of kernelscope's cost always allowed
 FIRST_RATE = 14.0  # projected cost per recorded second until a window has been measured (tiny ops, stacks)
-TRUSTED_SECONDS = 0.1  # recorded seconds after which the measured rate is trusted below FIRST_RATE
+TRUSTED_SECONDS = 0.02  # recorded seconds (a whole probe window) after which a measured rate below FIRST_RATE is trusted
 PROBE_SECONDS = 0.02  # the first window turns over at the first safe point after this long: the rate is measured
 
 
@@ -87,7 +87,8 @@ class Ledger:
             self.rate = self._window_cost / self._window_seconds
             if self._window_seconds < TRUSTED_SECONDS:  # a few ms say little: stay on the safe side until then
                 self.rate = max(self.rate, FIRST_RATE)
-            self.measured = True
+            else:
+                self.measured = True
 
     def _elapsed(self, now: float) -> float:
         return now - self.started if self.started is not None else 0.0

@@ -161,7 +161,8 @@ class Session:
         self._compile_since: int | None = None  # torch.compile compiling inside the open window since (ns)
         self._compile_spans: list[tuple[int, int]] = []
         self._last_step: float | None = None
-        self._step_seconds = 0.0  # the last step's wall time
+        self._step_seconds = 0.0  # the last step's own time (wall time less kernelscope's cost in it)
+        self._step_cost = 0.0  # kernelscope's cost when the last step ended
 
     # --- lifecycle ---------------------------------------------------------------
     def start(self) -> None:
@@ -244,9 +245,9 @@ class Session:
 
     def _count_step(self) -> None:
         now = time.perf_counter()
-        if self._last_step is not None:
-            self._step_seconds = now - self._last_step
-        self._last_step = now
+        if self._last_step is not None:  # the program's own time in the step: kernelscope's cost left out
+            self._step_seconds = max(now - self._last_step - (self.budget.cost - self._step_cost), 0.0)
+        self._last_step, self._step_cost = now, self.budget.cost
         if self._prof is not None:
             self.recorded_steps += 1
         self.budget.step()
@@ -377,6 +378,8 @@ class Session:
             return False
         if self._prof is not None:
             window = time.perf_counter() - self._window_start
+            if not self.budget.measured and not self.budget.budget.off and window < 2 * PROBE_SECONDS:
+                return True  # the probe window turns over at its next safe point (_fold_due): it measures the rate
             if self._at_step and self._sampling:  # a whole step more, or stop at this boundary
                 return self.budget.may_continue(window, ahead=self._step_seconds)
             return self.budget.may_continue(window)  # cut short only past the budget: stopping is safe anywhere
