@@ -6,7 +6,7 @@ import importlib
 
 from .command import Command
 
-_VERBS = ("run", "view", "import_", "timeline", "analyze", "diff", "report", "export", "triton")
+_VERBS = ("run", "view", "import_", "timeline", "analyze", "diff", "report", "export", "triton", "mcp")
 
 
 def commands() -> list[Command]:
