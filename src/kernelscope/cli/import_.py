@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 from ..analysis.summary import time_meaning
 from ..errors import UsageError
@@ -18,6 +19,7 @@ from ..importers.multirank import import_ranks, merge_ranks, ranks_of
 from ..model import Profile, save
 from ..model.io import is_ksprof
 from ..render.format import fmt_ns
+from ..render.json_view import dump
 from .validate import positive_int
 
 _TRACE_SUFFIXES = (".json.gz", ".json", ".hatchet", ".gz", ".pb")
@@ -54,11 +56,27 @@ def summary_line(out: str, profile: Profile) -> str:
     return f"wrote {out}: {len(profile):,} contexts, {rows:,} timeline rows, {time} of {time_meaning(profile)}"
 
 
+def written_json(out: str, profile: Profile, trace: str | None, rank: int | None) -> dict[str, Any]:
+    """One written profile as ``import --json`` reports it (and its text line)."""
+    tl = profile.timeline
+    return {
+        "path": out,
+        "trace": trace,
+        "rank": rank,
+        "contexts": len(profile),
+        "timeline_rows": len(tl) if tl is not None else 0,
+        "time_ns": profile.total("time_ns"),
+        "time_meaning": time_meaning(profile),
+        "line": summary_line(out, profile),
+    }
+
+
 EXAMPLES = """\
 examples:
   kernelscope import trace.json.gz                # writes trace.ksprof here
   kernelscope import rank*.json.gz -o run.ksprof  # run.rank<R>.ksprof per rank and the merged run.ksprof
   kernelscope view trace.json.gz                  # no import needed just to look
+  kernelscope import trace.json.gz --json | jq -r '.profiles[].path'
 
 Odd events the importer tolerates are counted and summarised on stderr as one warning line per trace.
 """
@@ -72,6 +90,9 @@ class ImportCommand:
         parser.epilog = EXAMPLES
         parser.add_argument("traces", nargs="+", metavar="TRACE", help="trace files; several = one per rank")
         parser.add_argument("-o", "--output", metavar="OUT.ksprof", help="profile to write (merged one for several)")
+        parser.add_argument(
+            "--json", action="store_true", help="print the documented JSON (schema 1) of what was written, not lines"
+        )
         parser.add_argument(
             "-j", "--jobs", type=positive_int, default=2, metavar="N", help="parallel import processes (default: 2)"
         )
@@ -93,18 +114,24 @@ class ImportCommand:
             line = warning_line(path, prof)
             if line:
                 print(line, file=sys.stderr)
+        written: list[dict[str, Any]] = []
         if len(profiles) == 1:
             save(profiles[0], out)
-            print(summary_line(out, profiles[0]))
-            return 0
-        ranks = ranks_of(traces, profiles)
-        merged = merge_ranks(profiles, ranks)
-        for prof, rank in zip(profiles, ranks, strict=True):
-            path = rank_output(out, rank)
-            save(prof, path)
-            print(summary_line(path, prof))
-        save(merged, out)
-        print(summary_line(out, merged))
+            written.append(written_json(out, profiles[0], traces[0], None))
+        else:
+            ranks = ranks_of(traces, profiles)
+            merged = merge_ranks(profiles, ranks)
+            for trace, prof, rank in zip(traces, profiles, ranks, strict=True):
+                path = rank_output(out, rank)
+                save(prof, path)
+                written.append(written_json(path, prof, trace, rank))
+            save(merged, out)
+            written.append(written_json(out, merged, None, None))
+        if args.json:
+            dump({"schema": 1, "output": out, "profiles": written})
+        else:
+            for w in written:
+                print(w["line"])
         return 0
 
 

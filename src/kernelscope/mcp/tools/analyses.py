@@ -66,7 +66,11 @@ def timeline(
             path=path,
         )
     report = entry.get(f"timeline:{top}", lambda: analyze(entry.profile, top=top).to_json())
-    doc = {"path": path, "device_names": device_names(entry.profile), **report}
+    doc = {
+        "path": path,
+        "device_names": device_names(entry.profile),
+        **{k: v for k, v in report.items() if k != "schema"},
+    }
     return capped(doc, limit, max_bytes)
 
 
