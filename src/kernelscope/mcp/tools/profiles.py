@@ -247,7 +247,7 @@ def _place(entry: Opened, key: str | None, node: int | None) -> tuple[str, int, 
         raise ToolFailure("bad_option", "give exactly one of key (a line key) or node (a tree node id)", option="key")
     if key is not None:
         if key not in places:
-            close = difflib.get_close_matches(key, list(places), n=3, cutoff=0.6)
+            close = _close_keys(key, places)
             raise ToolFailure(
                 "no_such_key",
                 f"no source line {key!r} in this profile; line keys come from top(by='line') rows and findings",
@@ -265,6 +265,15 @@ def _place(entry: Opened, key: str | None, node: int | None) -> tuple[str, int, 
         if f.file and f.line:
             return f.file, f.line, f.name, f"{f.file}:{f.line}"
     raise ToolFailure("no_such_key", f"node {node} has no source line above it (unattributed)", node=node)
+
+
+def _close_keys(key: str, places: dict[str, tuple[str, int, str]]) -> list[str]:
+    """Keys an agent may have meant: the nearest lines of the same file, else similar spellings."""
+    file, _, number = key.rpartition(":")  # the caller's text, not a stored identity
+    same = [(abs(line - int(number)), k) for k, (f, line, _) in places.items() if f == file] if number.isdigit() else []
+    if same:
+        return [k for _, k in sorted(same)[:3]]
+    return difflib.get_close_matches(key, list(places), n=3, cutoff=0.6)
 
 
 def _find_file(file: str, profile_path: str) -> str | None:
