@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..errors import BadInputError
+
+_SDK_MODULES = {"mcp", "mcp_types", "pydantic", "anyio"}
 
 EXAMPLES = """\
 examples:
@@ -26,8 +29,12 @@ class McpCommand:
     def run(self, args: argparse.Namespace) -> int:
         try:
             from ..mcp.server import serve
-        except ImportError as exc:
+        except ModuleNotFoundError as exc:
+            if exc.name is None or exc.name.split(".")[0] not in _SDK_MODULES:
+                raise
             raise BadInputError(f"kernelscope mcp needs the MCP SDK ({exc}); pip install 'kernelscope[mcp]'") from None
+        if sys.stdin.isatty():
+            print("kernelscope mcp: serving MCP on stdin/stdout for an agent (Ctrl-C to stop)", file=sys.stderr)
         serve()
         return 0
 
