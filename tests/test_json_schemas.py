@@ -105,6 +105,20 @@ def test_import_one_and_several(shared_traces: Path, tmp_path: Path, capsys: pyt
     assert all(Path(p["path"]).exists() for p in several["profiles"])
 
 
+@pytest.mark.slow
+@pytest.mark.traces
+def test_import_store_and_ranks(shared_traces: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("duckdb")
+    traces = [str(shared_traces / t) for t in RANK_TRACES]
+    store = str(tmp_path / "job")
+    doc = cli_json(capsys, "import", *traces, "--store", store, "--workers", "1", "--json")
+    validate(doc, "import")
+    assert doc["store"]["ranks"] == [0, 1] and doc["store"]["skipped"] == []
+    ranks = cli_json(capsys, "ranks", store, "--json")
+    validate(ranks, "ranks")
+    assert ranks["ranks"] == [0, 1]
+
+
 def test_report_and_export(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     html = tmp_path / "r.html"
     validate(cli_json(capsys, "report", str(PROFILE), "-o", str(html), "--json"), "report")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -16,6 +17,7 @@ pytest.importorskip("mcp")
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from conftest import SHARED_TRACES
 from kernelscope.mcp.bounds import bounded, capped
 from slow_line_run import REPO, env, planted_line, run_slow_line
 
@@ -121,9 +123,24 @@ def test_errors_are_structured_codes_never_tracebacks(slow_profile: Path, tmp_pa
     with_server(script)
 
 
+@pytest.fixture(scope="module")
+def job_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two ranks of a 128-rank job imported as a store (one local Dask worker)."""
+    pytest.importorskip("duckdb")
+    if not SHARED_TRACES.is_dir():
+        pytest.skip("../shared/traces is absent")
+    shared_traces = SHARED_TRACES
+    store = tmp_path_factory.mktemp("job") / "store"
+    traces = [str(shared_traces / f"hta_128rank_sampled_rank-{r}.json.gz") for r in (0, 1)]
+    cmd = [sys.executable, "-m", "kernelscope", "import", *traces, "--store", str(store), "--workers", "1"]
+    proc = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return store
+
+
 @pytest.mark.slow
 @pytest.mark.traces
-def test_every_tool_is_bounded_on_the_largest_trace(shared_traces: Path) -> None:
+def test_every_tool_is_bounded_on_the_largest_trace(shared_traces: Path, job_store: Path) -> None:
     trace = shared_traces / LARGEST
     if not trace.exists():
         pytest.skip(f"{LARGEST} is absent")
@@ -165,11 +182,17 @@ def test_every_tool_is_bounded_on_the_largest_trace(shared_traces: Path) -> None
         assert size <= 3000
         rows_within(doc, "rows", 4)
         assert doc["truncated"]
-        for name in ("ranks", "history"):
-            doc, is_error, size = await s.call(name, path=path)
-            assert size <= 16_000
-            if is_error:
-                assert doc["error"]["code"] in {"not_available", "bad_input", "trace_format_unknown"}
+        # ranks: on one rank it says so; on a store it is bounded like the others
+        assert (await s.error("ranks", path=path))["code"] == "bad_input"
+        doc, _, size = await s.call("ranks", path=str(job_store), top=10, limit=2, max_bytes=2000)
+        assert size <= 2000 and doc["ranks"] == [0, 1] and doc["collectives"] > 0 and doc["truncated"]
+        assert all(len(v) <= 2 for v in _lists(doc))
+        line = await s.ok("top", path=str(job_store), by="line", limit=1)  # the store opens as its merged profile
+        assert line["returned"] == 1 and line["total"]["time_ns"] > 0
+        doc, is_error, size = await s.call("history", path=path)
+        assert size <= 16_000
+        if is_error:
+            assert doc["error"]["code"] in {"not_available", "bad_input"}
 
     with_server(script)
 
@@ -202,3 +225,4 @@ def test_capped_cuts_nested_lists_and_names_them() -> None:
     assert out["truncated"]["devices[0].gaps"] == 1000 and out["n"] == 1
     assert len(out["devices"][0]["name"]) < 5_000  # labels are clipped
     assert capped({"a": [1, 2]}, limit=5, max_bytes=1_000)["truncated"] == {}
+    assert capped({"a": (1, 2, 3)}, limit=2, max_bytes=1_000) == {"a": [1, 2], "truncated": {"a": 3}}

@@ -1,4 +1,4 @@
-"""Open whatever the user points at: a .ksprof profile or any importable trace."""
+"""Open whatever the user points at: a .ksprof profile, a job store (its merged profile) or any importable trace."""
 
 from __future__ import annotations
 
@@ -19,9 +19,25 @@ def _looks_like_ksprof(path: str) -> bool:
         return False
 
 
+STORE_MANIFEST = "store.json"
+
+
+def is_store(path: str) -> bool:
+    """A folder ``kernelscope import --store`` wrote (docs/store.md)."""
+    return os.path.isdir(path) and os.path.isfile(os.path.join(path, STORE_MANIFEST))
+
+
 def open_profile(path: str) -> Profile:
     if not os.path.exists(path):
         raise BadInputError(f"{path}: no such file")
+    if is_store(path):
+        from .store.read import open_store
+
+        return open_store(path).merged()
+    if os.path.isdir(path):
+        raise BadInputError(
+            f"{path}: a folder that is not a kernelscope store (kernelscope import TRACES --store {path})"
+        )
     if is_ksprof(path) or _looks_like_ksprof(path):
         return load(path)  # a damaged one says "corrupt kernelscope profile", not "not a format"
     from .importers import import_file

@@ -117,6 +117,8 @@ class EventTables:
         self.threads: list[tuple[Any, Any]] = []
         self._thread_index: dict[tuple[Any, Any], int] = {}
         self.triton_files: dict[str, str] = {}
+        # communication kernels that recorded their collective: correlation -> (collective, group, seq or -1)
+        self.collectives: dict[int, tuple[str, str, int]] = {}
         self.backward_labels: set[int] = set()  # frames of `autograd::engine::evaluate_function: X` ops
         self.events_seen = 0
         self.categories: Counter[str] = Counter()

@@ -74,7 +74,7 @@ def capped(doc: dict[str, Any], limit: int, max_bytes: int) -> dict[str, Any]:
     def walk(node: Any, path: str) -> Any:
         if isinstance(node, dict):
             return {k: walk(v, f"{path}.{k}" if path else str(k)) for k, v in node.items()}
-        if isinstance(node, list):
+        if isinstance(node, (list, tuple)):  # tuples too: dataclasses.asdict keeps them
             if len(node) > limit:
                 cut[path] = len(node)
             return [walk(v, f"{path}[{i}]") for i, v in enumerate(node[:limit])]

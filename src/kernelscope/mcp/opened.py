@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..errors import KernelscopeError, UnknownFormatError
-from ..inputs import open_profile
+from ..inputs import STORE_MANIFEST, is_store, open_profile
 from ..model import Profile
 from .failure import ToolFailure
 
@@ -48,7 +48,11 @@ def stat_key(path: str) -> tuple[str, int, int]:
     except OSError as exc:
         raise ToolFailure("bad_input", f"{path}: cannot read ({exc.strerror or exc})", path=path) from None
     if os.path.isdir(path):
-        raise ToolFailure("bad_input", f"{path}: is a folder; give a profile (.ksprof) or a trace file", path=path)
+        if not is_store(path):
+            raise ToolFailure(
+                "bad_input", f"{path}: a folder that is not a job store; give a profile, a trace or a store", path=path
+            )
+        st = os.stat(os.path.join(path, STORE_MANIFEST))  # a store changes when its manifest does
     return (os.path.realpath(path), st.st_size, st.st_mtime_ns)
 
 

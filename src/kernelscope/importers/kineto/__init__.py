@@ -109,6 +109,12 @@ def _metadata(
         meta["trace_start_ns"] = int(min(firsts))
     if tables.triton_files:
         meta["triton_kernel_files"] = dict(tables.triton_files)
+    if tables.collectives:
+        # what each communication kernel recorded, by correlation (its timeline row's ``correlation``)
+        meta["collectives"] = {
+            "fields": ["correlation", "collective", "group", "seq"],
+            "rows": [[corr, *info] for corr, info in sorted(tables.collectives.items())],
+        }
     return meta
 
 

@@ -129,8 +129,15 @@ class ChromeDecoder:
                     if corr is None:
                         w["device events without correlation"] += 1
                         corr = -1
-                    if kind is Kind.KERNEL and args is not None and args.collective is not None:
+                    if (kind is Kind.KERNEL or kind is Kind.COMM) and args is not None and args.collective is not None:
                         kind = Kind.COMM
+                        if corr >= 0:  # what the collective recorded, for matching it across ranks
+                            cseq, pg = _int(args.comm_seq), args.pg_name
+                            t.collectives[corr] = (
+                                str(args.collective),
+                                "" if pg is None else str(pg),
+                                -1 if cseq is None else cseq,
+                            )
                     device((start, dur, kind, label, dev, stream, corr, n_dev))
                     n_dev += 1
                     continue

@@ -29,6 +29,8 @@ class RawArgs(msgspec.Struct, frozen=True):
     nbytes: Any = msgspec.field(name="Bytes", default=None)
     kernel_file: Any = None
     collective: Any = msgspec.field(name="Collective name", default=None)
+    pg_name: Any = msgspec.field(name="Process Group Name", default=None)
+    comm_seq: Any = msgspec.field(name="Seq", default=None)  # NCCL seq_num (newer PyTorch)
 
 
 NO_RAW = msgspec.Raw(b"")
