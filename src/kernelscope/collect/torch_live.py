@@ -21,7 +21,7 @@ from ._process import _quiet_fd, _sigint_deferred
 from .budget import GRACE_SECONDS_DEFAULT, MAX_OVERHEAD_DEFAULT, PROBE_SECONDS, Ledger, OverheadBudget
 from .compile.watch import CompileWatch
 from .foreign import ForeignProfiler
-from .heavy_imports import HeavyImportWatch
+from .heavy_imports import HeavyImportWatch, heavy_imports_done
 from .lazy_compile import CompileEntry, LazyCompile
 from .live_metadata import session_metadata
 from .modules import ModuleRegistry
@@ -211,7 +211,8 @@ class Session:
                     self.folder.set_placer(CapturePlacer(self._compile))
         finally:
             self._busy = busy
-            self.compile_seconds += time.perf_counter() - t0  # Inductor's imports: its first compile's, early
+            if self.budget.started is not None:  # Inductor's imports (its first compile's, early), once recording
+                self.compile_seconds += time.perf_counter() - t0
 
     @property
     def active(self) -> bool:
@@ -395,6 +396,9 @@ class Session:
     def _checkpoint(self) -> None:
         """A point between ops (module call, torch call, step, optimizer step): open, close or turn over a
         window."""
+        if self._import_since is not None and heavy_imports_done():
+            self.compile_seconds += time.perf_counter() - self._import_since
+            self._import_since = None
         if self._busy or self._finalized or (self._armed and self._prof is None):
             return
         want = self._wanted()
@@ -460,9 +464,6 @@ class Session:
 
             self._triton = LaunchRecorder.install_if_available()
         self._prof = prof
-        if self._import_since is not None:
-            self.compile_seconds += time.perf_counter() - self._import_since
-            self._import_since = None
         self.safety.opened()
         self._watch_compiles()
         self.windows += 1
