@@ -6,7 +6,7 @@ import importlib
 
 from .command import Command
 
-_VERBS = ("run", "view", "import_", "timeline", "analyze", "diff", "report", "export", "triton", "ranks")
+_VERBS = ("run", "view", "import_", "timeline", "analyze", "diff", "report", "export", "triton", "ranks", "history")
 
 
 def commands() -> list[Command]:
