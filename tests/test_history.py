@@ -316,3 +316,94 @@ def test_real_runs_list_and_trend(real_history: tuple[Path, str]) -> None:
         check=True,
     )
     assert planted in r.stdout and "variant=slow" in r.stdout
+
+
+@pytest.mark.parametrize("action", ["add", "list", "show", "trend", "gate"])
+def test_every_action_has_help(action: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["history", action, "--help"])
+    assert exc.value.code == 0 and f"kernelscope history {action}" in capsys.readouterr().out
+
+
+def test_report_page_one_plot_per_key_and_hostile_names_escaped(tmp_path: Path) -> None:
+    from html.parser import HTMLParser
+
+    db = str(tmp_path / "h.duckdb")
+    hostile = '</script><img src=x onerror=alert(1)>&"x'
+    for i, ms in enumerate((4.0, 5.0, 6.0)):
+        p = build(
+            [
+                ([Frame(PY, name="f", file="a.py", line=1), Frame(FrameKind.OP, name=hostile)], {"time_ns": ms * 1e6}),
+                ([Frame(PY, name="f", file="a.py", line=2), Frame(FrameKind.OP, name="aten::mm")], {"time_ns": 1e6}),
+            ],
+            {"start_time": 1_700_000_000.0 + i},
+        )
+        p.save(str(tmp_path / f"{i}.ksprof"))
+        assert main(["history", "add", str(tmp_path / f"{i}.ksprof"), "--db", db, "--label", f"n={i}"]) == 0
+    out = tmp_path / "trend.html"
+    assert main(["history", "report", "--db", db, "--by", "op", "-o", str(out)]) == 0
+    page = out.read_text()
+
+    class Count(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.tags: list[str] = []
+            self.text: list[str] = []
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            self.tags.append(tag)
+
+        def handle_data(self, data: str) -> None:
+            self.text.append(data)
+
+    c = Count()
+    c.feed(page)
+    assert c.tags.count("svg") == 2 and c.tags.count("circle") == 6
+    assert "img" not in c.tags and "script" not in c.tags and "http" not in page.replace("http://www.w3.org", "")
+    assert hostile in "".join(c.text)  # shown as text, escaped
+    assert main(["history", "report", "--db", db, "--by", "op", "--key", "aten::mm", "-o", str(out)]) == 0
+    assert out.read_text().count("<svg") == 1
+
+
+@pytest.mark.browser
+def test_report_page_in_a_real_browser(tmp_path: Path) -> None:
+    """The trend page in headless chromium: every plot drawn, no request, no error, the hostile key as text."""
+    import os
+
+    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright's Python package is not installed")
+    chromium = os.environ.get("KERNELSCOPE_CHROMIUM", "/usr/bin/chromium")
+    if not (os.path.exists(chromium) or shutil.which(chromium)):
+        pytest.skip(f"no chromium at {chromium} (apt-get install chromium)")
+    db = str(tmp_path / "h.duckdb")
+    hostile = "</script><img src=x onerror=alert(1)>"
+    for i, ms in enumerate((4.0, 6.0, 5.0, 7.0)):
+        path = str(tmp_path / f"{i}.ksprof")
+        build(
+            [
+                (
+                    [Frame(PY, name="f", file="a.py", line=n), Frame(FrameKind.OP, name=f"{hostile}{n}")],
+                    {"time_ns": ms * n * 1e6},
+                )
+                for n in (1, 2, 3)
+            ],
+            {"start_time": 1_700_000_000.0 + i},
+        ).save(path)
+        main(["history", "add", path, "--db", db])
+    out = tmp_path / "trend.html"
+    assert main(["history", "report", "--db", db, "--by", "op", "-o", str(out)]) == 0
+    problems: list[str] = []
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=chromium, args=["--headless", "--no-sandbox"])
+        page = b.new_page()
+        page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+        page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+        page.on("request", lambda r: None if r.url.startswith("file:") else problems.append(f"request {r.url}"))
+        page.goto(out.as_uri())
+        sizes = page.eval_on_selector_all(
+            "svg", "els => els.map(e => [e.getBoundingClientRect().width, e.querySelectorAll('circle').length])"
+        )
+        names = page.eval_on_selector_all(".name", "els => els.map(e => e.textContent)")
+        b.close()
+    assert problems == []
+    assert [(w > 300, n) for w, n in sizes] == [(True, 4)] * 3
+    assert sorted(names) == [f"{hostile}{n}" for n in (1, 2, 3)]

@@ -171,7 +171,11 @@ def _prepare_gate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--new", required=True, metavar="REF", help="commit, branch, run id or label K=V")
     p.add_argument("--by", choices=GATE_BYS, default="line", help="grouping (default: line)")
     p.add_argument(
-        "--fail-above", type=non_negative_float, required=True, metavar="PCT", help="flag keys that grew more than PCT%"
+        "--fail-above",
+        type=non_negative_float,
+        required=True,
+        metavar="PCT",
+        help="flag keys that grew more than PCT%%",
     )
     p.add_argument(
         "--noise-floor",
@@ -216,6 +220,47 @@ def _run_gate(args: argparse.Namespace) -> int:
     return 1 if result.flagged else 0
 
 
+# --- report ----------------------------------------------------------------------------------------
+
+
+def _prepare_report(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--output", required=True, metavar="TREND.html", help="page to write")
+    p.add_argument("--by", choices=BYS, default="line", help="grouping (default: line)")
+    p.add_argument("--key", action="append", default=[], metavar="KEY", help="plot this key (repeatable)")
+    p.add_argument("--last", type=positive_int, default=50, metavar="N", help="the last N runs (default 50)")
+    p.add_argument(
+        "--limit", type=positive_int, default=12, help="without --key: the keys that moved most (default 12)"
+    )
+    _metric(p)
+    _db(p)
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    from ..history.db import open_history
+    from ..history.query import matrix, metric_name, runs
+    from ..history.trend import find_key, trends
+    from ..render.history_html import render_trend_page
+
+    metric = metric_name(args.metric)
+    with open_history(args.db, write=False) as con:
+        last = runs(con)[-args.last :]
+        m = matrix(con, [r.id for r in last], args.by, metric)
+    every = trends(m)
+    if args.key:
+        wanted = [find_key(m.keys, k) for k in args.key]
+        rows = [next(t for t in every if t.key == k) for k in dict.fromkeys(wanted)]
+    else:
+        rows = every[: args.limit]
+    page = render_trend_page(f"kernelscope history: {args.db}", args.by, metric, last, rows)
+    try:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(page)
+    except OSError as exc:
+        raise UsageError(f"{args.output}: cannot write the page ({exc.strerror or exc})") from None
+    print(f"kernelscope: wrote {args.output} ({len(rows)} keys, {len(last)} runs)", file=sys.stderr)
+    return 0
+
+
 @dataclass(frozen=True)
 class Sub:
     help: str
@@ -230,6 +275,7 @@ SUBCOMMANDS: dict[str, Sub] = {
     "list": Sub("the runs in the history", _prepare_list, _run_list),
     "show": Sub("one key's series over the runs, with a sparkline", _prepare_show, _run_show),
     "trend": Sub("which keys changed most over the last N runs", _prepare_trend, _run_trend),
+    "report": Sub("a self-contained HTML page: one plot per key over the runs", _prepare_report, _run_report),
     "gate": Sub("CI gate: exit 1 when a key got slower beyond the threshold and the noise", _prepare_gate, _run_gate),
 }
 

@@ -32,6 +32,11 @@ def scale(metric: str) -> tuple[float, str]:
     return (1e6, "ms") if metric.endswith("_ns") else (1.0, "")
 
 
+def label(metric: str) -> str:
+    unit = scale(metric)[1]
+    return f"{metric} ({unit})" if unit else metric
+
+
 def fmt(value: float, metric: str) -> str:
     div, unit = scale(metric)
     return f"{value / div:,.3f}{' ' + unit if unit else ''}"
@@ -71,10 +76,10 @@ def render_runs(console: Console, runs: Sequence[Run]) -> None:
 
 
 def render_series(console: Console, key: str, metric: str, runs: Sequence[Run], values: Sequence[float]) -> None:
-    console.print(Text(f"{key}  {metric}  {sparkline(values)}"))
+    console.print(Text(f"{key}  {label(metric)}  {sparkline(values)}"))
     t = Table()
-    for col in ("run", "started (UTC)", "commit", "branch", "labels", metric):
-        t.add_column(col, overflow="fold", justify="right" if col == metric else "left")
+    for col in ("run", "started (UTC)", "commit", "branch", "labels", label(metric)):
+        t.add_column(col, overflow="fold", justify="right" if col == label(metric) else "left")
     for r, v in zip(runs, values, strict=True):
         t.add_row(
             str(r.id), when(r.started), (r.git_commit or "-")[:12], r.branch or "-", Text(_labels(r)), fmt(v, metric)
