@@ -107,7 +107,8 @@ def render_gate(console: Console, g: GateResult, limit: int) -> None:
         Text(f"base: {g.base.ref} ({g.base.how}, {len(g.base.runs)} runs: {', '.join(map(str, g.base.ids))})")
     )
     console.print(Text(f"new:  {g.new.ref} ({g.new.how}, {len(g.new.runs)} runs: {', '.join(map(str, g.new.ids))})"))
-    console.print(Text(f"test: {g.method}; noise floor {g.noise_floor_pct:g}% of the base total"))
+    console.print(Text(f"test: {g.method}"))
+    console.print(Text(f"keys whose growth is below {g.noise_floor_pct:g}% of the base total never fail"))
     shown = [c for c in g.changes if c.flagged] + [c for c in g.changes if not c.flagged][: max(0, limit)]
     t = Table(title=f"by {g.by} ({g.metric}, medians)", title_justify="left")
     for col in ("", g.by, "base", "new", "change", "95% interval", "p"):
