@@ -407,3 +407,30 @@ def test_report_page_in_a_real_browser(tmp_path: Path) -> None:
     assert problems == []
     assert [(w > 300, n) for w, n in sizes] == [(True, 4)] * 3
     assert sorted(names) == [f"{hostile}{n}" for n in (1, 2, 3)]
+
+
+def test_gate_a_key_new_in_most_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A key absent from most base runs: its change is "inf" in strict JSON, no warning, and it is flagged."""
+    db = str(tmp_path / "h.duckdb")
+    for i, extra in enumerate((0.0, 0.0, 0.0, 2.0)):
+        lines = {10: 5.0 + i * 0.01} | ({30: extra} if extra else {})
+        main(["history", "add", _save(tmp_path, f"b{i}", lines), "--db", db, "--label", "v=base"])
+    for i in range(4):
+        main(
+            [
+                "history",
+                "add",
+                _save(tmp_path, f"n{i}", {10: 5.0 + i * 0.01, 30: 3.0 + i}),
+                "--db",
+                db,
+                "--label",
+                "v=new",
+            ]
+        )
+    capsys.readouterr()
+    rc = main(["history", "gate", "--db", db, "--base", "v=base", "--new", "v=new", "--fail-above", "10", "--json"])
+    out = capsys.readouterr().out
+    doc = json.loads(out, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    assert rc == 1 and [k["key"] for k in doc["flagged"]] == ["train.py:30"]
+    [row] = doc["flagged"]
+    assert row["change_pct"] == "inf" and row["interval_pct"][1] == "inf" and row["p_value"] < 0.05

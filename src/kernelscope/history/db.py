@@ -94,6 +94,8 @@ def open_history(path: str, write: bool) -> Iterator[Any]:
         try:
             _check_or_create(con, path, write)
             yield con
+        except duckdb.Error as exc:
+            raise BadInputError(f"{path}: the history file cannot be used ({_first_line(exc)})") from None
         finally:
             con.close()
 

@@ -106,7 +106,8 @@ def _bootstrap(base: np.ndarray, new: np.ndarray, rng: np.random.Generator) -> t
     n = np.median(new[rng.integers(0, len(new), (BOOTSTRAP_RESAMPLES, len(new)))], axis=1)
     pct = pct_change(b, n)
     tail = (1.0 - CONFIDENCE) / 2 * 100
-    lo, hi = np.percentile(pct, [tail, 100 - tail])
+    with np.errstate(invalid="ignore"):  # resamples whose base median is 0 are +inf
+        lo, hi = np.percentile(pct, [tail, 100 - tail], method="lower")
     return float(lo), float(hi)
 
 
