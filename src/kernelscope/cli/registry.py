@@ -6,7 +6,7 @@ import importlib
 
 from .command import Command
 
-_VERBS = ("run", "view", "import_", "timeline", "analyze", "diff", "report", "export", "triton", "ranks", "mcp")
+_VERBS = ("run", "view", "import_", "timeline", "analyze", "diff", "report", "export", "triton", "ranks", "history", "mcp")
 
 
 def commands() -> list[Command]:

@@ -16,6 +16,7 @@ from ..analysis.summary import coverage_note
 from ..errors import BadInputError
 from ..render.json_view import dump
 from .stdout import program_output_to_stderr
+from .history import add_run_arguments, record_run
 from .validate import non_negative_float, non_negative_int, positive_int
 from .view import show, view_json
 
@@ -96,6 +97,7 @@ class RunCommand:
             default=None,
             help="which profiler to use (default: jax when the program imports jax and not torch, else torch)",
         )
+        add_run_arguments(parser)
         parser.add_argument("-m", dest="module", action="store_true", help="run a module, like python -m")
         parser.add_argument("target", metavar="SCRIPT|MODULE")
         parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
@@ -145,6 +147,7 @@ class RunCommand:
             print(f"kernelscope: {problem}{note}", file=sys.stderr)
             return int(outcome.exit_code) or 2
         print(f"kernelscope: profile saved to {saved}{note}", file=sys.stderr)
+        record_run(profile, saved, args)
         return int(outcome.exit_code)
 
 

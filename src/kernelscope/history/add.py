@@ -1,0 +1,123 @@
+"""``history add``: one run per profile, with where it came from (git, host, devices, command, labels)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import UsageError
+from ..model import Profile
+from ..store.keys import BYS, keyed_rows
+from ..store.schema import SCHEMA_VERSION
+from .db import open_history
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What a run is keyed by, besides its rows."""
+
+    started: float
+    git_commit: str | None
+    branch: str | None
+    host: str | None
+    devices: list[Any] = field(default_factory=list)
+    command: list[str] = field(default_factory=list)
+    profile: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+def parse_labels(items: Sequence[str]) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"--label {item!r}: give it as KEY=VALUE")
+        labels[name.strip()] = value.strip()
+    return labels
+
+
+def _git(*args: str) -> str | None:
+    try:
+        r = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    out = r.stdout.strip()
+    return out if r.returncode == 0 and out else None
+
+
+def git_state() -> tuple[str | None, str | None]:
+    """(commit, branch) of the working tree in the current folder; (None, None) outside git."""
+    commit = _git("rev-parse", "HEAD")
+    branch = _git("rev-parse", "--abbrev-ref", "HEAD") if commit else None
+    return commit, (None if branch == "HEAD" else branch)
+
+
+def run_info(profile: Profile, path: str | None, labels: Mapping[str, str]) -> RunInfo:
+    md = profile.metadata
+    commit, branch = git_state()
+    started = md.get("start_time")
+    if not isinstance(started, (int, float)):
+        started = os.path.getmtime(path) if path and os.path.exists(path) else time.time()
+    command = md.get("command")
+    return RunInfo(
+        started=float(started),
+        git_commit=commit or (md.get("git_commit") if isinstance(md.get("git_commit"), str) else None),
+        branch=branch,
+        host=md.get("host") if isinstance(md.get("host"), str) else socket.gethostname(),
+        devices=list(md.get("devices") or []),
+        command=[str(c) for c in command] if isinstance(command, list) else [],
+        profile=os.path.abspath(path) if path else None,
+        labels=dict(labels),
+    )
+
+
+def add_runs(db: str, runs: Sequence[tuple[Profile, RunInfo]]) -> list[int]:
+    """Store each (profile, info) as a run; returns the new run ids. All or nothing."""
+    tables = [pa.concat_tables([keyed_rows(p, by) for by in BYS]) for p, _ in runs]  # before taking the lock
+    ids: list[int] = []
+    with open_history(db, write=True) as con:
+        con.execute("BEGIN")
+        try:
+            first = int(con.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()[0])
+            for n, ((_, info), rows) in enumerate(zip(runs, tables, strict=True)):
+                run_id = first + n
+                con.execute(
+                    "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        run_id,
+                        info.started,
+                        time.time(),
+                        info.git_commit,
+                        info.branch,
+                        info.host,
+                        json.dumps(info.devices, default=str),
+                        json.dumps(info.command),
+                        info.profile,
+                        SCHEMA_VERSION,
+                    ],
+                )
+                for name, value in info.labels.items():
+                    con.execute("INSERT INTO labels VALUES (?, ?, ?)", [run_id, name, value])
+                con.register("new_rows", rows)
+                con.execute(
+                    'INSERT INTO rows SELECT ?, "by", key, time_ns, cpu_time_ns, count, flops, bytes FROM new_rows',
+                    [run_id],
+                )
+                con.unregister("new_rows")
+                ids.append(run_id)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+    return ids
+
+
+__all__ = ["RunInfo", "add_runs", "git_state", "parse_labels", "run_info"]

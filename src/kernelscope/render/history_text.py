@@ -1,0 +1,136 @@
+"""Terminal output of ``kernelscope history``: runs, a key's series with a sparkline, trends and the gate."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..history.gate import GateResult
+from ..history.query import Run
+from ..history.trend import Trend
+
+BARS = "▁▂▃▄▅▆▇█"
+NULL_KEY = "(outside any)"
+
+
+def sparkline(values: Sequence[float]) -> str:
+    if not values:
+        return ""
+    lo, hi = min(values), max(values)
+    if hi <= lo:
+        return BARS[0] * len(values)
+    return "".join(BARS[min(len(BARS) - 1, int((v - lo) / (hi - lo) * len(BARS)))] for v in values)
+
+
+def scale(metric: str) -> tuple[float, str]:
+    """Divisor and unit a metric is shown in."""
+    return (1e6, "ms") if metric.endswith("_ns") else (1.0, "")
+
+
+def label(metric: str) -> str:
+    unit = scale(metric)[1]
+    return f"{metric} ({unit})" if unit else metric
+
+
+def fmt(value: float, metric: str) -> str:
+    div, unit = scale(metric)
+    return f"{value / div:,.3f}{' ' + unit if unit else ''}"
+
+
+def fmt_pct(p: float | None) -> str:
+    if p is None:
+        return "-"
+    if not math.isfinite(p):
+        return "new" if p > 0 else "-inf"
+    return f"{p:+.1f}%"
+
+
+def when(started: float) -> str:
+    return dt.datetime.fromtimestamp(started, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _labels(run: Run) -> str:
+    return " ".join(f"{k}={v}" for k, v in run.labels)
+
+
+def render_runs(console: Console, runs: Sequence[Run]) -> None:
+    t = Table(title=f"{len(runs)} runs", title_justify="left")
+    for col in ("id", "started (UTC)", "commit", "branch", "host", "labels", "command"):
+        t.add_column(col, overflow="fold")
+    for r in runs:
+        t.add_row(
+            str(r.id),
+            when(r.started),
+            (r.git_commit or "-")[:12],
+            r.branch or "-",
+            r.host or "-",
+            Text(_labels(r)),
+            Text(" ".join(r.command)),
+        )
+    console.print(t)
+
+
+def render_series(console: Console, key: str, metric: str, runs: Sequence[Run], values: Sequence[float]) -> None:
+    console.print(Text(f"{key}  {label(metric)}  {sparkline(values)}"))
+    t = Table()
+    for col in ("run", "started (UTC)", "commit", "branch", "labels", label(metric)):
+        t.add_column(col, overflow="fold", justify="right" if col == label(metric) else "left")
+    for r, v in zip(runs, values, strict=True):
+        t.add_row(
+            str(r.id), when(r.started), (r.git_commit or "-")[:12], r.branch or "-", Text(_labels(r)), fmt(v, metric)
+        )
+    console.print(t)
+
+
+def render_trends(console: Console, by: str, metric: str, n_runs: int, rows: Sequence[Trend]) -> None:
+    t = Table(title=f"by {by}: newer half vs older half of the last {n_runs} runs ({metric})", title_justify="left")
+    for col in (by, "before", "after", "change", "runs"):
+        t.add_column(col, overflow="fold", justify="left" if col in (by, "runs") else "right")
+    for tr in rows:
+        t.add_row(
+            Text(tr.key if tr.key is not None else NULL_KEY),
+            fmt(tr.before, metric),
+            fmt(tr.after, metric),
+            fmt_pct(tr.change_pct),
+            sparkline(tr.series),
+        )
+    console.print(t)
+
+
+def render_gate(console: Console, g: GateResult, limit: int) -> None:
+    console.print(
+        Text(f"base: {g.base.ref} ({g.base.how}, {len(g.base.runs)} runs: {', '.join(map(str, g.base.ids))})")
+    )
+    console.print(Text(f"new:  {g.new.ref} ({g.new.how}, {len(g.new.runs)} runs: {', '.join(map(str, g.new.ids))})"))
+    console.print(Text(f"test: {g.method}"))
+    console.print(Text(f"keys whose growth is below {g.noise_floor_pct:g}% of the base total never fail"))
+    shown = [c for c in g.changes if c.flagged] + [c for c in g.changes if not c.flagged][: max(0, limit)]
+    t = Table(title=f"by {g.by} ({g.metric}, medians)", title_justify="left")
+    for col in ("", g.by, "base", "new", "change", "95% interval", "p"):
+        t.add_column(col, overflow="fold", justify="left" if col in ("", g.by) else "right")
+    for c in shown:
+        interval = "-" if c.low_pct is None else f"[{fmt_pct(c.low_pct)}, {fmt_pct(c.high_pct)}]"
+        t.add_row(
+            "REGRESSION" if c.flagged else "",
+            Text(c.key if c.key is not None else NULL_KEY),
+            fmt(c.base, g.metric),
+            fmt(c.new, g.metric),
+            fmt_pct(c.change_pct),
+            interval,
+            "-" if c.p_value is None else f"{c.p_value:.3f}",
+        )
+    console.print(t)
+    flagged = g.flagged
+    if flagged:
+        names = ", ".join(c.key if c.key is not None else NULL_KEY for c in flagged)
+        console.print(Text(f"{len(flagged)} regression(s) above {g.fail_above_pct:g}%: {names}"))
+    else:
+        console.print(Text(f"no regression above {g.fail_above_pct:g}%"))
+
+
+__all__ = ["NULL_KEY", "render_gate", "render_runs", "render_series", "render_trends", "sparkline"]
