@@ -15,8 +15,8 @@ from typing import Any
 from ..analysis.summary import coverage_note
 from ..errors import BadInputError
 from ..render.json_view import dump
-from .stdout import program_output_to_stderr
 from .history import add_run_arguments, record_run
+from .stdout import program_output_to_stderr
 from .validate import non_negative_float, non_negative_int, positive_int
 from .view import show, view_json
 
