@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import duckdb
+import jsonschema
 import pytest
 
 from conftest import REPO, build, env_without_color
@@ -266,7 +267,9 @@ def _gate(folder: Path, base: str, new: str, by: str) -> tuple[int, dict]:
     cmd += ["--base", f"variant={base}", "--new", f"variant={new}", "--by", by, "--fail-above", "10", "--json"]
     r = subprocess.run(cmd, capture_output=True, text=True, env=env_without_color(), cwd=folder, timeout=120)
     assert r.returncode in (0, 1), r.stderr
-    return r.returncode, json.loads(r.stdout)
+    doc = json.loads(r.stdout)
+    jsonschema.validate(doc, json.loads((REPO / "docs" / "schemas" / "history-gate.schema.json").read_text()))
+    return r.returncode, doc
 
 
 @pytest.mark.slow

@@ -54,6 +54,10 @@ def test_the_schemas_are_valid_and_versioned() -> None:
         }
 
 
+# subcommands that print nothing on stdout (one line on stderr says what they wrote)
+NO_JSON_SUB = {"history": ("add", "report")}
+
+
 def test_every_verb_has_json_and_a_schema() -> None:
     names = {p.name.removesuffix(".schema.json") for p in SCHEMAS.glob("*.schema.json")}
     for cmd in commands():
@@ -61,8 +65,12 @@ def test_every_verb_has_json_and_a_schema() -> None:
             continue
         parser = argparse.ArgumentParser()
         cmd.prepare_parser(parser)
-        flags = {s for a in parser._actions for s in a.option_strings}
-        assert "--json" in flags, f"kernelscope {cmd.name} has no --json"
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        for name, sub in subs[0].choices.items() if subs else [("", parser)]:  # subcommands: each has --json
+            if name in NO_JSON_SUB.get(cmd.name, ()):
+                continue
+            flags = {s for a in sub._actions for s in a.option_strings}
+            assert "--json" in flags, f"kernelscope {cmd.name} {sub.prog} has no --json"
         assert any(n == cmd.name or n.startswith(cmd.name + "-") for n in names), f"no schema for {cmd.name}"
 
 
