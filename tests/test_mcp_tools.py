@@ -85,3 +85,20 @@ def test_a_rewritten_file_is_read_again(hostile: Path) -> None:
     second = tools.summary(str(hostile))
     assert first["contexts"] > DEPTH and second["contexts"] == 2
     assert len(opened._cache) <= opened.KEEP
+
+
+def test_history_tool_reads_a_history_database(tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    from kernelscope.cli.main import main as cli
+    from kernelscope.mcp.failure import ToolFailure
+    from kernelscope.mcp.tools.jobs import history
+
+    profile = str(Path(__file__).parent / "data" / "tiny_transformer_cpu.ksprof")
+    db = str(tmp_path / "h.duckdb")
+    for variant in ("a", "b"):
+        assert cli(["history", "add", profile, "--db", db, "--label", f"v={variant}"]) == 0
+    doc = history(db, by="module", limit=3)
+    assert [r["labels"] for r in doc["runs"]] == [{"v": "a"}, {"v": "b"}]
+    assert 0 < len(doc["keys"]) <= 3 and all(k["change_pct"] == 0 for k in doc["keys"])  # the same profile twice
+    with pytest.raises(ToolFailure):
+        history(str(tmp_path / "none.duckdb"))

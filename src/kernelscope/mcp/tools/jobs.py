@@ -11,7 +11,7 @@ from ..bounds import DEFAULT_LIMIT, DEFAULT_MAX_BYTES, MAX_LIMIT, capped, int_op
 from ..failure import ToolFailure
 from ..opened import opened
 from ..registry import tool
-from .options import Limit, MaxBytes, Path
+from .options import Limit, MaxBytes
 
 if TYPE_CHECKING:  # the store's modules need the [store] extra (pyarrow, duckdb): imported when called
     from ...store.ranks import RanksReport
@@ -61,6 +61,43 @@ def ranks(
 
 
 @tool("history")
-def history(path: Path) -> dict[str, Any]:
-    """The run history database (kernelscope history): runs, trends of a key, the noise-aware gate."""
-    raise ToolFailure("not_available", "history is not available in this build of kernelscope (no run history support)")
+def history(
+    path: Annotated[str, Field(description="a run history database (kernelscope history add --db PATH)")],
+    by: Annotated[str, Field(description="line, function, module, op or kernel (default line)")] = "line",
+    metric: Annotated[str, Field(description="a stored metric, e.g. time_ns (default), count, flops")] = "time_ns",
+    last: Annotated[int, Field(description="the newest runs to compare (default 10)")] = 10,
+    limit: Limit = DEFAULT_LIMIT,
+    max_bytes: MaxBytes = DEFAULT_MAX_BYTES,
+) -> dict[str, Any]:
+    """The run history (kernelscope history): its newest runs, and the keys that changed most over them (the
+    newer half of the runs against the older half, each key with its series). Keys are those of top/source."""
+    last = int_option("last", last, 1, 1000)
+    limit = int_option("limit", limit, 1, MAX_LIMIT)
+    try:
+        from ...history.db import open_history
+        from ...history.query import check_by, matrix, metric_name, runs
+        from ...history.trend import trends
+    except ImportError as exc:
+        raise ToolFailure(
+            "not_available", f"history needs duckdb ({exc}); pip install 'kernelscope[history]'"
+        ) from None
+    from ...errors import KernelscopeError
+
+    try:
+        by = check_by(by)
+        name = metric_name(metric)
+        with open_history(path, write=False) as con:
+            newest = runs(con)[-last:]
+            m = matrix(con, [r.id for r in newest], by, name)
+    except KernelscopeError as exc:
+        raise ToolFailure("bad_input", str(exc)) from None
+    doc = {
+        "path": path,
+        "by": by,
+        "metric": name,
+        "runs": [
+            {"id": r.id, "git_commit": r.git_commit, "branch": r.branch, "labels": dict(r.labels)} for r in newest
+        ],
+        "keys": [t.to_json() for t in trends(m)],
+    }
+    return capped(doc, limit, max_bytes)
