@@ -181,7 +181,7 @@ def test_end_to_end_planted_break_and_recompile(tmp_path: Path) -> None:
     out = tmp_path / "fixture.ksprof"
     env = env_without_color()
     run = subprocess.run(
-        [sys.executable, "-m", "kernelscope", "run", "--no-view", "-o", str(out), str(FIXTURE)],
+        [sys.executable, "-m", "kernelscope", "run", "--no-view", "--max-overhead", "0", "-o", str(out), str(FIXTURE)],
         capture_output=True, text=True, env=env, cwd=REPO, timeout=600, check=False,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]

@@ -185,7 +185,18 @@ def test_live_runs_wider_layer_with_moved_lines_tops_the_diff(
         (tmp_path / name / "model.py").write_text(_MODEL.format(inserted=extra, width=width))
         env = env_without_color()
         env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")])
-        cmd = [sys.executable, "-m", "kernelscope", "run", "-o", f"../{name}.ksprof", "--no-view", "model.py"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "kernelscope",
+            "run",
+            "--max-overhead",
+            "0",
+            "-o",
+            f"../{name}.ksprof",
+            "--no-view",
+            "model.py",
+        ]
         subprocess.run(cmd, check=True, env=env, cwd=tmp_path / name, capture_output=True)
     base, new = str(tmp_path / "base.ksprof"), str(tmp_path / "new.ksprof")
     # FLOPs are deterministic (time on a shared CPU is not)

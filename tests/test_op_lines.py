@@ -41,7 +41,7 @@ def ops_by_line(profile: Profile, file_suffix: str) -> tuple[dict[int, set[str]]
 @pytest.fixture(scope="module")
 def op_lines_profile(tmp_path_factory: pytest.TempPathFactory) -> Profile:
     cwd = tmp_path_factory.mktemp("oplines")
-    r = ks("run", "-o", "ol.ksprof", "--no-view", str(SCRIPT), cwd=cwd)
+    r = ks("run", "--max-overhead", "0", "-o", "ol.ksprof", "--no-view", str(SCRIPT), cwd=cwd)
     assert r.returncode == 0, r.stderr
     return load(str(cwd / "ol.ksprof"))
 
@@ -68,7 +68,7 @@ def test_each_op_is_on_its_own_line_with_its_backward(op_lines_profile: Profile)
 
 
 def test_bundled_example_residual_adds_are_on_their_own_lines(tmp_path: Path) -> None:
-    r = ks("run", "-o", "ex.ksprof", "--no-view", str(EXAMPLE), "--steps", "2", cwd=tmp_path)
+    r = ks("run", "--max-overhead", "0", "-o", "ex.ksprof", "--no-view", str(EXAMPLE), "--steps", "2", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     forward, _ = ops_by_line(load(str(tmp_path / "ex.ksprof")), "tiny_transformer.py")
     lines = EXAMPLE.read_text().splitlines()

@@ -48,7 +48,7 @@ def null_share(doc: dict) -> float:
 @pytest.fixture(scope="module")
 def example_profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cwd = tmp_path_factory.mktemp("example")
-    r = ks("run", "-o", "ex.ksprof", "--no-view", str(EXAMPLE), "--steps", "3", cwd=cwd)
+    r = ks("run", "--max-overhead", "0", "-o", "ex.ksprof", "--no-view", str(EXAMPLE), "--steps", "3", cwd=cwd)
     assert r.returncode == 0, r.stderr
     assert "trained 3 steps" in r.stdout  # the program's own output is untouched
     return cwd / "ex.ksprof"
@@ -59,7 +59,17 @@ def test_almost_all_time_is_on_user_lines(script: str, example_profile: Path, tm
     if script == "example":
         path = example_profile
     else:
-        r = ks("run", "-o", "cnn.ksprof", "--no-view", str(FIXTURES / "convnet_train.py"), "2", cwd=tmp_path)
+        r = ks(
+            "run",
+            "--max-overhead",
+            "0",
+            "-o",
+            "cnn.ksprof",
+            "--no-view",
+            str(FIXTURES / "convnet_train.py"),
+            "2",
+            cwd=tmp_path,
+        )
         assert r.returncode == 0, r.stderr
         path = tmp_path / "cnn.ksprof"
     doc = by(path, "line", path.parent)
