@@ -61,6 +61,7 @@ class GateResult:
     new: Selection
     fail_above_pct: float
     noise_floor_pct: float
+    noise_floor: float  # in the metric's unit: noise_floor_pct of the median base total
     tested: bool  # False: the run counts cannot reach ALPHA, threshold only
     method: str
     changes: tuple[KeyChange, ...]  # every key, largest growth first
@@ -78,6 +79,7 @@ class GateResult:
             "new": {"ref": self.new.ref, "how": self.new.how, "runs": self.new.ids},
             "fail_above_pct": self.fail_above_pct,
             "noise_floor_pct": self.noise_floor_pct,
+            "noise_floor": self.noise_floor,
             "test": TEST_NAME if self.tested else None,
             "alpha": ALPHA if self.tested else None,
             "interval": f"{CONFIDENCE:.0%} bootstrap of the change of medians ({BOOTSTRAP_RESAMPLES} resamples)",
@@ -151,7 +153,7 @@ def gate(
         changes.append(KeyChange(key, mb, mn, change, lo, hi, p, bool(flagged)))
     changes.sort(key=lambda c: (-(c.new - c.base), c.key is None, c.key or ""))
     return GateResult(
-        base.by, base.metric, base_sel, new_sel, fail_above_pct, noise_floor_pct, tested, method, tuple(changes)
+        base.by, base.metric, base_sel, new_sel, fail_above_pct, noise_floor_pct, floor, tested, method, tuple(changes)
     )
 
 
