@@ -130,6 +130,10 @@ def test_gate_needs_the_test_with_repeated_runs(tmp_path: Path, capsys: pytest.C
     assert row["key"] == "train.py:10" and row["p_value"] < 0.05
     low, high = row["interval_pct"]
     assert low <= row["change_pct"] <= high
+    again = _json(
+        capsys, ["history", "gate", "--db", db, "--base", "v=base", "--new", "v=slow", "--fail-above", "10", "--json"]
+    )
+    assert again == (rc, doc)  # the bootstrap is seeded per key: the same intervals every time
     rc, doc = _json(
         capsys, ["history", "gate", "--db", db, "--base", "v=base", "--new", "v=noisy", "--fail-above", "10", "--json"]
     )

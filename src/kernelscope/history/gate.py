@@ -11,6 +11,7 @@ below ``--noise-floor`` percent of the base total never fails.
 from __future__ import annotations
 
 import math
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,7 +134,6 @@ def gate(
     bi = {k: i for i, k in enumerate(base.keys)}
     ni = {k: i for i, k in enumerate(new.keys)}
     floor = float(np.median(base.totals)) * noise_floor_pct / 100.0 if nb else 0.0
-    rng = np.random.default_rng(20)
     changes: list[KeyChange] = []
     for key in keys:
         b = base.values[bi[key]] if key in bi else np.zeros(nb)
@@ -142,6 +142,7 @@ def gate(
         change = float(pct_change(mb, mn))
         lo = hi = p = None
         if nb > 1 or nn > 1:
+            rng = np.random.default_rng([20, zlib.crc32((key or "").encode())])  # the same interval every time
             lo, hi = _bootstrap(b, n, rng)
         if tested:
             if len(np.unique(np.concatenate([b, n]))) == 1:
