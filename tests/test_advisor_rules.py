@@ -198,7 +198,7 @@ def test_planted_script_gives_one_finding_per_marked_line(tmp_path: Path) -> Non
     out = tmp_path / "p.ksprof"
     env = env_without_color()
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")])
-    cmd = [sys.executable, "-m", "kernelscope", "run", "-o", str(out), "--no-view", str(script)]
+    cmd = [sys.executable, "-m", "kernelscope", "run", "--max-overhead", "0", "-o", str(out), "--no-view", str(script)]
     subprocess.run(cmd, check=True, env=env, cwd=tmp_path, capture_output=True)
     findings = run_rules(open_profile(str(out)))
     ns: dict[str, Any] = {}

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import duckdb
+import jsonschema
 import pytest
 
 from conftest import REPO, build, env_without_color
@@ -274,7 +275,9 @@ def _gate(folder: Path, base: str, new: str, by: str, metric: str = "time/ms") -
     with contextlib.redirect_stdout(out):
         rc = main(argv)
     assert rc in (0, 1)
-    return rc, json.loads(out.getvalue())
+    doc = json.loads(out.getvalue())
+    jsonschema.validate(doc, json.loads((REPO / "docs" / "schemas" / "history-gate.schema.json").read_text()))
+    return rc, doc
 
 
 PLANTED_OPS = {"aten::mm", "aten::tanh", "aten::matmul"}

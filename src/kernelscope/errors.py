@@ -11,5 +11,9 @@ class BadInputError(KernelscopeError):
     """A file that cannot be read as what it claims to be."""
 
 
+class UnknownFormatError(BadInputError):
+    """A file that is no format kernelscope reads (neither a profile nor a known trace)."""
+
+
 class UsageError(KernelscopeError):
     """A command line that asks for something that does not exist."""

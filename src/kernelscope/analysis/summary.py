@@ -106,7 +106,7 @@ def coverage_note(md: dict[str, Any]) -> str | None:
         )
     else:
         why = str(cov.get("missed") or "recording could not resume where the program was")
-    compiled = f" ({compiling:.1f} s importing and running torch.compile, not recorded)" if compiling >= 0.05 else ""
+    compiled = f" ({compiling:.1f} s importing or running torch.compile, not recorded)" if compiling >= 0.05 else ""
     return f"recorded {rec:.1f} of {program:.1f} s{share}{compiled}: {why}; kernelscope's own cost {cost:.1f} s"
 
 

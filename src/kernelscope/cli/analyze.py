@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
-from ..analysis.advisor import measured_ms, rules, run_rules, summary
+from ..analysis.advisor import Rule, measured_ms, rules, run_rules, summary
 from ..errors import UsageError
 from ..inputs import open_profile
 from ..render.console import make_console
@@ -23,6 +24,16 @@ def _threshold(text: str) -> tuple[str, float]:
         return name.strip(), float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected RULE.NAME=NUMBER, got {text!r}") from None
+
+
+def _rule_json(r: Rule) -> dict[str, Any]:
+    return {
+        "name": r.name,
+        "family": r.family,
+        "description": r.description,
+        "applies": sorted(a.value for a in r.applies),
+        "thresholds": {name: {"default": t.default, "doc": t.doc} for name, t in r.thresholds.items()},
+    }
 
 
 class AnalyzeCommand:
@@ -44,7 +55,10 @@ class AnalyzeCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         if args.list_rules:
-            render_rules(make_console(), rules())
+            if args.json:
+                dump({"schema": SCHEMA, "rules": [_rule_json(r) for r in rules()]})
+            else:
+                render_rules(make_console(), rules())
             return 0
         if not args.profile:
             raise UsageError("analyze needs a profile or trace file (or --list-rules)")

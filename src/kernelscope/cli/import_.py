@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 from ..analysis.summary import time_meaning
 from ..errors import UsageError
@@ -21,6 +22,7 @@ from ..inputs import is_store
 from ..model import Profile, save
 from ..model.io import is_ksprof
 from ..render.format import fmt_ns
+from ..render.json_view import dump
 from .validate import positive_int
 
 _TRACE_SUFFIXES = (".json.gz", ".json", ".hatchet", ".gz", ".pb")
@@ -53,6 +55,21 @@ def summary_line(out: str, profile: Profile) -> str:
     return f"wrote {out}: {len(profile):,} contexts, {rows:,} timeline rows, {time} of {time_meaning(profile)}"
 
 
+def written_json(out: str, profile: Profile, trace: str | None, rank: int | None) -> dict[str, Any]:
+    """One written profile as ``import --json`` reports it (and its text line)."""
+    tl = profile.timeline
+    return {
+        "path": out,
+        "trace": trace,
+        "rank": rank,
+        "contexts": len(profile),
+        "timeline_rows": len(tl) if tl is not None else 0,
+        "time_ns": profile.total("time_ns"),
+        "time_meaning": time_meaning(profile),
+        "line": summary_line(out, profile),
+    }
+
+
 EXAMPLES = """\
 examples:
   kernelscope import trace.json.gz                # writes trace.ksprof here
@@ -61,6 +78,7 @@ examples:
   kernelscope import traces/ --store /shared/job/ --scheduler tcp://head:8786   # on a running Dask cluster
   kernelscope ranks job/                          # cross-rank analysis of the store
   kernelscope view trace.json.gz                  # no import needed just to look
+  kernelscope import trace.json.gz --json | jq -r '.profiles[].path'
 
 Odd events the importer tolerates are counted and summarised on stderr as one warning line per trace.
 """
@@ -76,6 +94,9 @@ class ImportCommand:
             "traces", nargs="+", metavar="TRACE_OR_DIR", help="trace files or folders of them; several = one per rank"
         )
         parser.add_argument("-o", "--output", metavar="OUT.ksprof", help="profile to write (merged one for several)")
+        parser.add_argument(
+            "--json", action="store_true", help="print the documented JSON (schema 1) of what was written, not lines"
+        )
         parser.add_argument(
             "-j", "--jobs", type=positive_int, default=2, metavar="N", help="parallel import processes (default: 2)"
         )
@@ -115,18 +136,24 @@ class ImportCommand:
             line = warning_line(path, prof)
             if line:
                 print(line, file=sys.stderr)
+        written: list[dict[str, Any]] = []
         if len(profiles) == 1:
             save(profiles[0], out)
-            print(summary_line(out, profiles[0]))
-            return 0
-        ranks = ranks_of(traces, profiles)
-        merged = merge_ranks(profiles, ranks)
-        for prof, rank in zip(profiles, ranks, strict=True):
-            path = rank_output(out, rank)
-            save(prof, path)
-            print(summary_line(path, prof))
-        save(merged, out)
-        print(summary_line(out, merged))
+            written.append(written_json(out, profiles[0], traces[0], None))
+        else:
+            ranks = ranks_of(traces, profiles)
+            merged = merge_ranks(profiles, ranks)
+            for trace, prof, rank in zip(traces, profiles, ranks, strict=True):
+                path = rank_output(out, rank)
+                save(prof, path)
+                written.append(written_json(path, prof, trace, rank))
+            save(merged, out)
+            written.append(written_json(out, merged, None, None))
+        if args.json:
+            dump({"schema": 1, "output": out, "profiles": written})
+        else:
+            for w in written:
+                print(w["line"])
         return 0
 
 
@@ -165,6 +192,16 @@ def run_store(args: argparse.Namespace, traces: list[str]) -> int:
         print(f"kernelscope: skipped {skipped.reason}", file=sys.stderr)
     ranks = len(result.manifest.ranks)
     peaks = sorted(result.peak_rss_kb.values())
+    if args.json:
+        store = {
+            "ranks": sorted(int(r["rank"]) for r in result.manifest.ranks),
+            "rank_files": len(traces),
+            "skipped": [s.reason for s in result.manifest.skipped],
+            "workers": result.workers,
+            "peak_rss_bytes_per_worker": peaks[-1] * 1024 if peaks else None,
+        }
+        dump({"schema": 1, "output": args.store, "store": store})
+        return 0
     memory = f"; peak memory per worker {fmt_bytes(peaks[-1] * 1024)}" if peaks else ""
     print(
         f"wrote {args.store}: {ranks} of {len(traces)} rank files imported"

@@ -6,7 +6,20 @@ import importlib
 
 from .command import Command
 
-_VERBS = ("run", "view", "import_", "timeline", "analyze", "diff", "report", "export", "triton", "ranks", "history")
+_VERBS = (
+    "run",
+    "view",
+    "import_",
+    "timeline",
+    "analyze",
+    "diff",
+    "report",
+    "export",
+    "triton",
+    "ranks",
+    "history",
+    "mcp",
+)
 
 
 def commands() -> list[Command]:

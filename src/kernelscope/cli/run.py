@@ -14,9 +14,11 @@ from typing import Any
 
 from ..analysis.summary import coverage_note
 from ..errors import BadInputError
+from ..render.json_view import dump
 from .history import add_run_arguments, record_run
+from .stdout import program_output_to_stderr
 from .validate import non_negative_float, non_negative_int, positive_int
-from .view import show
+from .view import show, view_json
 
 
 class RunCommand:
@@ -27,6 +29,12 @@ class RunCommand:
         parser.add_argument("-o", "--output", help="profile to write (default: <script>.ksprof in the current folder)")
         parser.add_argument("--html", metavar="REPORT.html", help="also write the HTML report (kernelscope report)")
         parser.add_argument("--no-view", action="store_true", help="do not print the tree afterwards")
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            help="print the documented JSON (schema 1): where the profile went and the tree view; the program's "
+            "own output goes to stderr",
+        )
         parser.add_argument(
             "--memory",
             choices=("sample", "all", "off"),
@@ -93,9 +101,7 @@ class RunCommand:
         parser.add_argument("-m", dest="module", action="store_true", help="run a module, like python -m")
         parser.add_argument("target", metavar="SCRIPT|MODULE")
         parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
-        parser.set_defaults(
-            by="tree", metrics=None, depth=None, include=None, exclude=None, threshold=1.0, limit=40, json=False
-        )
+        parser.set_defaults(by="tree", metrics=None, depth=None, include=None, exclude=None, threshold=1.0, limit=40)
 
     def run(self, args: argparse.Namespace) -> int:
         from ..collect.runner import check_target
@@ -109,18 +115,19 @@ class RunCommand:
 
         framework = args.framework or ("jax" if uses_jax(args.target, args.module) else "torch")
         # Save no matter how the program ended; a second Ctrl-C must not cut the save short.
-        if framework == "jax":
-            profile, outcome = _run_jax(args)
-            with _saving():
-                saved, problem = _save(profile, output)
-        else:
-            profile, outcome, saved, problem = _run_torch(args, output)
+        with program_output_to_stderr(args.json):
+            if framework == "jax":
+                profile, outcome = _run_jax(args)
+                with _saving():
+                    saved, problem = _save(profile, output)
+            else:
+                profile, outcome, saved, problem = _run_torch(args, output)
         for warning in profile.metadata.get("warnings", []):
             print(f"kernelscope: warning: {warning}", file=sys.stderr)
         coverage = coverage_note(profile.metadata)
         if coverage is not None:
             print(f"kernelscope: {coverage}", file=sys.stderr)
-        if not args.no_view and problem is None:
+        if not args.no_view and problem is None and not args.json:
             sys.stdout.flush()
             show(profile, _view_args(args))
             sys.stdout.flush()
@@ -134,12 +141,30 @@ class RunCommand:
                 problem = (
                     f"profile saved to {saved}, but the report {args.html} could not be written ({exc.strerror or exc})"
                 )
+        if args.json:
+            _print_json(profile, args, saved, problem, outcome)
         if problem is not None:
             print(f"kernelscope: {problem}{note}", file=sys.stderr)
             return int(outcome.exit_code) or 2
         print(f"kernelscope: profile saved to {saved}{note}", file=sys.stderr)
         record_run(profile, saved, args)
         return int(outcome.exit_code)
+
+
+def _print_json(profile: Any, args: argparse.Namespace, saved: str, problem: str | None, outcome: Any) -> None:
+    """``run --json``: schema 1 (docs/schemas/run.schema.json)."""
+    doc: dict[str, Any] = {
+        "schema": 1,
+        "profile": saved,
+        "exit_code": int(outcome.exit_code),
+        "error": outcome.error or None,
+        "problem": problem,
+    }
+    depth = 0
+    if not args.no_view and problem is None:
+        doc["view"], depth = view_json(profile, _view_args(args))
+    dump(doc, depth_hint=depth)
+    sys.stdout.flush()
 
 
 def _run_torch(args: argparse.Namespace, output: str) -> tuple[Any, Any, str, str | None]:

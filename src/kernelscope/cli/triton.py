@@ -11,6 +11,7 @@ from ..errors import BadInputError
 from ..render.console import make_console
 from ..render.json_view import dump
 from ..render.triton_text import render_triton
+from .stdout import program_output_to_stderr
 
 
 class TritonCommand:
@@ -21,7 +22,11 @@ class TritonCommand:
     )
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--json", action="store_true", help="print the documented JSON (schema 1) instead of text")
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            help="print the documented JSON (schema 1) instead of text; the program's own output goes to stderr",
+        )
         parser.add_argument("-o", "--output", help="also save the launches (Proton-style metrics) as a .ksprof profile")
         parser.add_argument(
             "--write-maps",
@@ -43,7 +48,8 @@ class TritonCommand:
             out_dir = os.path.dirname(os.path.abspath(args.output))
             if not os.path.isdir(out_dir):
                 raise BadInputError(f"{args.output}: folder {out_dir} does not exist")
-        result = inspect_script(args.target, list(args.args), write_maps=args.write_maps)
+        with program_output_to_stderr(args.json):
+            result = inspect_script(args.target, list(args.args), write_maps=args.write_maps)
         sys.stdout.flush()
         if args.output:
             previous = signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 from ..analysis.metrics import MetricSpec, parse_metrics
 from ..analysis.summary import summarize
@@ -193,30 +194,47 @@ def with_defaults(args: argparse.Namespace) -> argparse.Namespace:
     return argparse.Namespace(**{**vars(p.parse_args([])), **vars(args)})
 
 
-def show(profile: Profile, args: argparse.Namespace) -> None:
+def _prepared(profile: Profile, args: argparse.Namespace) -> tuple[argparse.Namespace, _Plan, Profile]:
     args = with_defaults(args)
-    by = args.by
-    if by != "tree":
+    if args.by != "tree":
         for attr, flag in _TREE_ONLY:
             if getattr(args, attr):
-                raise UsageError(f"{flag} applies to --by tree only (this is --by {by})")
+                raise UsageError(f"{flag} applies to --by tree only (this is --by {args.by})")
     plan = _plan(profile, args)
-    base = simplify(profile, per_step=args.per_step, instances=by == "tree")
+    base = simplify(profile, per_step=args.per_step, instances=args.by == "tree")
+    return args, plan, base
+
+
+def view_json(profile: Profile, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    """The documented JSON of a view (schema 1) and its tree's depth (room ``dump`` needs)."""
+    args, plan, base = _prepared(profile, args)
+    if args.by == "tree":
+        opts = TreeOptions(
+            depth=args.depth,
+            include=args.include,
+            exclude=args.exclude,
+            hide=args.hide,
+            threshold_pct=args.threshold or 0.0,
+            sort_metric=args.sort,
+        )
+        tv = tree_view(base, opts, metrics=plan.columns)
+        return with_coverage(tree_json(tv, plan.json_metrics), profile), max(tv.depth, default=0)
+    g = group(filtered(base, args.include, args.exclude), args.by, plan.columns, sort_metric=args.sort)
+    if args.threshold:
+        g = _over_threshold(g, args.sort, args.threshold)
+    return with_coverage(grouped_json(g), profile), 0
+
+
+def show(profile: Profile, args: argparse.Namespace) -> None:
+    if with_defaults(args).json:
+        doc, depth = view_json(profile, args)
+        dump(doc, depth_hint=depth)
+        return
+    args, plan, base = _prepared(profile, args)
+    by = args.by
     console = make_console()
     summary = summarize(base)
     if by == "tree":
-        if args.json:
-            opts = TreeOptions(
-                depth=args.depth,
-                include=args.include,
-                exclude=args.exclude,
-                hide=args.hide,
-                threshold_pct=args.threshold or 0.0,
-                sort_metric=args.sort,
-            )
-            tv = tree_view(base, opts, metrics=plan.columns)
-            dump(with_coverage(tree_json(tv, plan.json_metrics), profile), depth_hint=max(tv.depth, default=0))
-            return
         fitted = _fit_tree(base, args, plan.columns, levels_that_fit(console.width, plan.specs))
         tv = fitted.tree
         asked = TREE_THRESHOLD if args.threshold is None else args.threshold
@@ -230,13 +248,10 @@ def show(profile: Profile, args: argparse.Namespace) -> None:
         return
     shown = filtered(base, args.include, args.exclude)
     g = group(shown, by, plan.columns, sort_metric=args.sort)
-    if args.threshold is None and not args.json:
+    if args.threshold is None:
         g = _over_threshold(g, args.sort, 0.0)  # by default text leaves out rows with no time at all
     elif args.threshold:
         g = _over_threshold(g, args.sort, args.threshold)
-    if args.json:
-        dump(with_coverage(grouped_json(g), profile))
-        return
     render_header(console, summary, _filter_note(base, shown, args) + _flat_notes(by))
     limit = 40 if args.limit is None else args.limit
     totals = {**g.total, "wall_ns": summary.wall_ns or 0.0}
@@ -268,4 +283,4 @@ class ViewCommand:
 
 COMMAND = ViewCommand()
 
-__all__ = ["COMMAND", "GROUPINGS", "add_view_options", "show"]
+__all__ = ["COMMAND", "GROUPINGS", "add_view_options", "show", "view_json"]

@@ -24,6 +24,7 @@ from typing import Any
 MAX_OVERHEAD_DEFAULT = 0.1
 GRACE_SECONDS_DEFAULT = 0.5  # seconds of kernelscope's cost always allowed
 FIRST_RATE = 14.0  # projected cost per recorded second until a window has been measured (tiny ops, stacks)
+TRUSTED_SECONDS = 0.02  # recorded seconds (a probe window) after which a rate below FIRST_RATE is trusted
 PROBE_SECONDS = 0.02  # the first window turns over at the first safe point after this long: the rate is measured
 
 
@@ -84,7 +85,10 @@ class Ledger:
         self._window_seconds += window
         if self._window_seconds > 0:
             self.rate = self._window_cost / self._window_seconds
-            self.measured = True
+            if self._window_seconds < TRUSTED_SECONDS:  # a few ms say little: stay on the safe side until then
+                self.rate = max(self.rate, FIRST_RATE)
+            else:
+                self.measured = True
 
     def _elapsed(self, now: float) -> float:
         return now - self.started if self.started is not None else 0.0

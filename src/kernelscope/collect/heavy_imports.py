@@ -37,3 +37,12 @@ class HeavyImportWatch:
         meta: list[Any] = sys.meta_path
         if self in meta:
             meta.remove(self)
+
+
+def heavy_imports_done() -> bool:
+    """Have the watched imports finished (a module being imported has ``__spec__._initializing`` set)?"""
+    for name in HEAVY:
+        mod = sys.modules.get(name)
+        if mod is None or getattr(getattr(mod, "__spec__", None), "_initializing", False):
+            return False
+    return True

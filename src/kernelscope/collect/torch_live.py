@@ -21,7 +21,7 @@ from ._process import _quiet_fd, _sigint_deferred
 from .budget import GRACE_SECONDS_DEFAULT, MAX_OVERHEAD_DEFAULT, PROBE_SECONDS, Ledger, OverheadBudget
 from .compile.watch import CompileWatch
 from .foreign import ForeignProfiler
-from .heavy_imports import HeavyImportWatch
+from .heavy_imports import HeavyImportWatch, heavy_imports_done
 from .lazy_compile import CompileEntry, LazyCompile
 from .live_metadata import session_metadata
 from .modules import ModuleRegistry
@@ -161,7 +161,8 @@ class Session:
         self._compile_since: int | None = None  # torch.compile compiling inside the open window since (ns)
         self._compile_spans: list[tuple[int, int]] = []
         self._last_step: float | None = None
-        self._step_seconds = 0.0  # the last step's wall time
+        self._step_seconds = 0.0  # the last step's own time (wall time less kernelscope's cost in it)
+        self._step_cost = 0.0  # kernelscope's cost when the last step ended
 
     # --- lifecycle ---------------------------------------------------------------
     def start(self) -> None:
@@ -210,7 +211,8 @@ class Session:
                     self.folder.set_placer(CapturePlacer(self._compile))
         finally:
             self._busy = busy
-            self.compile_seconds += time.perf_counter() - t0  # Inductor's imports: its first compile's, early
+            if self.budget.started is not None:  # Inductor's imports (its first compile's, early), once recording
+                self.compile_seconds += time.perf_counter() - t0
 
     @property
     def active(self) -> bool:
@@ -244,9 +246,9 @@ class Session:
 
     def _count_step(self) -> None:
         now = time.perf_counter()
-        if self._last_step is not None:
-            self._step_seconds = now - self._last_step
-        self._last_step = now
+        if self._last_step is not None:  # the program's own time in the step: kernelscope's cost left out
+            self._step_seconds = max(now - self._last_step - (self.budget.cost - self._step_cost), 0.0)
+        self._last_step, self._step_cost = now, self.budget.cost
         if self._prof is not None:
             self.recorded_steps += 1
         self.budget.step()
@@ -377,6 +379,8 @@ class Session:
             return False
         if self._prof is not None:
             window = time.perf_counter() - self._window_start
+            if not self.budget.measured and not self.budget.budget.off and window < 2 * PROBE_SECONDS:
+                return True  # the probe window turns over at its next safe point (_fold_due): it measures the rate
             if self._at_step and self._sampling:  # a whole step more, or stop at this boundary
                 return self.budget.may_continue(window, ahead=self._step_seconds)
             return self.budget.may_continue(window)  # cut short only past the budget: stopping is safe anywhere
@@ -392,6 +396,9 @@ class Session:
     def _checkpoint(self) -> None:
         """A point between ops (module call, torch call, step, optimizer step): open, close or turn over a
         window."""
+        if self._import_since is not None and heavy_imports_done():
+            self.compile_seconds += time.perf_counter() - self._import_since
+            self._import_since = None
         if self._busy or self._finalized or (self._armed and self._prof is None):
             return
         want = self._wanted()
@@ -457,9 +464,6 @@ class Session:
 
             self._triton = LaunchRecorder.install_if_available()
         self._prof = prof
-        if self._import_since is not None:
-            self.compile_seconds += time.perf_counter() - self._import_since
-            self._import_since = None
         self.safety.opened()
         self._watch_compiles()
         self.windows += 1

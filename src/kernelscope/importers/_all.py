@@ -2,4 +2,4 @@
 
 from __future__ import annotations
 
-from . import kineto, onnxruntime, proton, rocprof, xplane  # noqa: F401
+from . import kineto, onnxruntime, pftrace, proton, rocprof, rocprof_json, xplane  # noqa: F401

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import BadInputError
+from ..errors import BadInputError, UnknownFormatError
 from ..model import Profile
 
 
@@ -88,7 +88,7 @@ def find_importer(path: str) -> Importer:
         if imp.sniff(path, head):
             return imp
     names = ", ".join(i.description for i in importers()) or "none registered"
-    raise BadInputError(f"{path}: not a format kernelscope reads (known: kernelscope .ksprof, {names})")
+    raise UnknownFormatError(f"{path}: not a format kernelscope reads (known: kernelscope .ksprof, {names})")
 
 
 def import_file(path: str) -> Profile:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from typing import Any
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from ...attribute.engine import build_profile
 from ...attribute.tables import EventTables
@@ -20,9 +22,10 @@ from ...model.devices import from_kineto
 from ...model.devices import to_json as devices_json
 from ..registry import Importer, register
 from .decode import ChromeDecoder
+from .events import RawEvent
 from .reader import TraceReader
 
-__all__ = ["load_kineto", "sniff_kineto"]
+__all__ = ["build_from_events", "load_kineto", "sniff_kineto"]
 
 _TRACE_HINT = re.compile(rb'"traceEvents"|"ph"\s*:|"schemaVersion"|"deviceProperties"')
 
@@ -45,7 +48,38 @@ def load_kineto(path: str) -> Profile:
         tables.close()
 
 
-def _load(path: str, reader: TraceReader, tables: EventTables, warnings: Counter[str]) -> Profile:
+class _Batches(Protocol):
+    header: dict[str, Any]
+    bytes_read: int
+
+    def batches(self) -> Iterator[Sequence[RawEvent]]: ...
+
+
+@dataclass
+class _Given:
+    events: Sequence[RawEvent]
+    header: dict[str, Any] = field(default_factory=dict)
+    bytes_read: int = 0
+
+    def batches(self) -> Iterator[Sequence[RawEvent]]:
+        for i in range(0, len(self.events), 65536):
+            yield self.events[i : i + 65536]
+
+
+def build_from_events(
+    path: str, events: Sequence[RawEvent], header: dict[str, Any], nbytes: int, fmt: str, warnings: Counter[str]
+) -> Profile:
+    """A profile from Chrome-trace events decoded elsewhere (Kineto's Perfetto output), by the same path."""
+    tables = EventTables(warnings)
+    try:
+        return _load(path, _Given(events, header, nbytes), tables, warnings, fmt)
+    finally:
+        tables.close()
+
+
+def _load(path: str, reader: _Batches, tables: EventTables, warnings: Counter[str], fmt: str = "kineto") -> Profile:
+    """Decode the reader's batches and build the profile (``reader``: anything with ``batches()``, ``header``
+    and ``bytes_read``; the Perfetto importer hands it Kineto's slices as Chrome events)."""
     try:
         decoder = ChromeDecoder(tables)
         for batch in reader.batches():
@@ -69,18 +103,18 @@ def _load(path: str, reader: TraceReader, tables: EventTables, warnings: Counter
         )
     for cat, n in tables.categories.items():
         warnings[f"events of unknown category {cat[:60]!r} skipped"] += n
-    metadata = _metadata(path, reader.header, tables, warnings, reader.bytes_read)
+    metadata = _metadata(path, reader.header, tables, warnings, reader.bytes_read, fmt)
     if graphs:
         metadata["cuda_graphs"] = graphs
     return build_profile(tables, metadata, warnings)
 
 
 def _metadata(
-    path: str, header: dict[str, Any], tables: EventTables, warnings: Counter[str], nbytes: int
+    path: str, header: dict[str, Any], tables: EventTables, warnings: Counter[str], nbytes: int, fmt: str
 ) -> dict[str, Any]:
     dist = header.get("distributedInfo")
     meta: dict[str, Any] = {
-        "source": {"format": "kineto", "path": os.path.abspath(path), "bytes": nbytes, "events": tables.events_seen},
+        "source": {"format": fmt, "path": os.path.abspath(path), "bytes": nbytes, "events": tables.events_seen},
     }
     devices = from_kineto(header.get("deviceProperties"))
     if devices:
