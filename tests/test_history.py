@@ -6,6 +6,8 @@ as-is, five times again, and five times with one planted slow line (tests/fixtur
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import subprocess
@@ -129,6 +131,10 @@ def test_gate_needs_the_test_with_repeated_runs(tmp_path: Path, capsys: pytest.C
     assert row["key"] == "train.py:10" and row["p_value"] < 0.05
     low, high = row["interval_pct"]
     assert low <= row["change_pct"] <= high
+    again = _json(
+        capsys, ["history", "gate", "--db", db, "--base", "v=base", "--new", "v=slow", "--fail-above", "10", "--json"]
+    )
+    assert again == (rc, doc)  # the bootstrap is seeded per key: the same intervals every time
     rc, doc = _json(
         capsys, ["history", "gate", "--db", db, "--base", "v=base", "--new", "v=noisy", "--fail-above", "10", "--json"]
     )
@@ -262,38 +268,64 @@ def real_history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return folder, f"prog.py:{planted}"
 
 
-def _gate(folder: Path, base: str, new: str, by: str) -> tuple[int, dict]:
-    cmd = [sys.executable, "-m", "kernelscope", "history", "gate", "--db", str(folder / "h.duckdb")]
-    cmd += ["--base", f"variant={base}", "--new", f"variant={new}", "--by", by, "--fail-above", "10", "--json"]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env_without_color(), cwd=folder, timeout=120)
-    assert r.returncode in (0, 1), r.stderr
-    doc = json.loads(r.stdout)
+def _gate(folder: Path, base: str, new: str, by: str, metric: str = "time/ms") -> tuple[int, dict]:
+    argv = ["history", "gate", "--db", str(folder / "h.duckdb"), "-m", metric, "--by", by, "--fail-above", "15"]
+    argv += ["--base", f"variant={base}", "--new", f"variant={new}", "--json"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = main(argv)
+    assert rc in (0, 1)
+    doc = json.loads(out.getvalue())
     jsonschema.validate(doc, json.loads((REPO / "docs" / "schemas" / "history-gate.schema.json").read_text()))
-    return r.returncode, doc
+    return rc, doc
+
+
+PLANTED_OPS = {"aten::mm", "aten::tanh", "aten::matmul"}
 
 
 @pytest.mark.slow
 def test_real_runs_gate_flags_the_planted_line_only(real_history: tuple[Path, str]) -> None:
+    """FLOPs of real runs do not depend on the machine's load: the gate must find exactly the planted line."""
+    folder, planted = real_history
+    rc, doc = _gate(folder, "base", "slow", "line", "flops")
+    assert doc["test"].startswith("one-sided Mann-Whitney") and len(doc["base"]["runs"]) == RUNS_PER_VARIANT
+    assert rc == 1 and [k["key"] for k in doc["flagged"]] == [planted], doc["keys"][:5]
+    [row] = doc["flagged"]
+    assert row["change_pct"] == pytest.approx(50.0) and row["p_value"] < 0.05, row
+    # its module (the top level: no module) and its ops move with it; nothing else does
+    _, doc = _gate(folder, "base", "slow", "module", "flops")
+    assert [k["key"] for k in doc["flagged"]] == [None], doc["flagged"]
+    rc, doc = _gate(folder, "base", "slow", "op", "flops")
+    assert rc == 1 and {k["key"] for k in doc["flagged"]} <= PLANTED_OPS, doc["flagged"]
+
+
+@pytest.mark.slow
+def test_real_runs_gate_on_time(real_history: tuple[Path, str]) -> None:
+    """Time on a shared machine is noisy: the gate may only flag the planted line, its module and ops.
+
+    Whether five runs a side find the line depends on the machine's load (docs/history.md measures it: on
+    a loaded 2-core machine a run's time can double), so here the line is flagged exactly when its change,
+    its test and the noise floor say so, and nothing unrelated is.
+    """
     folder, planted = real_history
     rc, doc = _gate(folder, "base", "slow", "line")
-    assert doc["test"].startswith("one-sided Mann-Whitney") and len(doc["base"]["runs"]) == RUNS_PER_VARIANT
-    assert rc == 1 and [k["key"] for k in doc["flagged"]] == [planted], doc["flagged"]
-    [row] = doc["flagged"]
-    assert 10 < row["change_pct"] < 60 and row["p_value"] < 0.05
-    assert row["interval_pct"][0] <= row["change_pct"] <= row["interval_pct"][1]
-    # its module (the top level: no module) and its ops may move with it; nothing else does
-    rc, doc = _gate(folder, "base", "slow", "module")
-    assert {k["key"] for k in doc["flagged"]} <= {None}
-    rc, doc = _gate(folder, "base", "slow", "op")
-    assert {k["key"] for k in doc["flagged"]} <= {"aten::mm", "aten::tanh", "aten::matmul"}
+    assert rc == (1 if doc["flagged"] else 0) and {k["key"] for k in doc["flagged"]} <= {planted}, doc["flagged"]
+    row = next(k for k in doc["keys"] if k["key"] == planted)
+    expected = row["change_pct"] > 15 and row["p_value"] < 0.05 and row["new"] - row["base"] > doc["noise_floor"]
+    assert row["flagged"] == expected, row
+    _, doc = _gate(folder, "base", "slow", "module")
+    assert {k["key"] for k in doc["flagged"]} <= {None}, doc["flagged"]
+    _, doc = _gate(folder, "base", "slow", "op")
+    assert {k["key"] for k in doc["flagged"]} <= PLANTED_OPS, doc["flagged"]
 
 
 @pytest.mark.slow
 def test_real_identical_runs_flag_nothing(real_history: tuple[Path, str]) -> None:
     folder, _ = real_history
-    for by in ("line", "module", "op"):
-        rc, doc = _gate(folder, "base", "same", by)
-        assert (rc, doc["flagged"]) == (0, []), by
+    for metric in ("flops", "time/ms"):
+        for by in ("line", "module", "op"):
+            rc, doc = _gate(folder, "base", "same", by, metric)
+            assert (rc, doc["flagged"]) == (0, []), (metric, by, doc["flagged"])
 
 
 @pytest.mark.slow

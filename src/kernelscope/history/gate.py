@@ -11,6 +11,7 @@ below ``--noise-floor`` percent of the base total never fails.
 from __future__ import annotations
 
 import math
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +62,7 @@ class GateResult:
     new: Selection
     fail_above_pct: float
     noise_floor_pct: float
+    noise_floor: float  # in the metric's unit: noise_floor_pct of the median base total
     tested: bool  # False: the run counts cannot reach ALPHA, threshold only
     method: str
     changes: tuple[KeyChange, ...]  # every key, largest growth first
@@ -78,6 +80,7 @@ class GateResult:
             "new": {"ref": self.new.ref, "how": self.new.how, "runs": self.new.ids},
             "fail_above_pct": self.fail_above_pct,
             "noise_floor_pct": self.noise_floor_pct,
+            "noise_floor": self.noise_floor,
             "test": TEST_NAME if self.tested else None,
             "alpha": ALPHA if self.tested else None,
             "interval": f"{CONFIDENCE:.0%} bootstrap of the change of medians ({BOOTSTRAP_RESAMPLES} resamples)",
@@ -131,7 +134,6 @@ def gate(
     bi = {k: i for i, k in enumerate(base.keys)}
     ni = {k: i for i, k in enumerate(new.keys)}
     floor = float(np.median(base.totals)) * noise_floor_pct / 100.0 if nb else 0.0
-    rng = np.random.default_rng(20)
     changes: list[KeyChange] = []
     for key in keys:
         b = base.values[bi[key]] if key in bi else np.zeros(nb)
@@ -140,6 +142,7 @@ def gate(
         change = float(pct_change(mb, mn))
         lo = hi = p = None
         if nb > 1 or nn > 1:
+            rng = np.random.default_rng([20, zlib.crc32((key or "").encode())])  # the same interval every time
             lo, hi = _bootstrap(b, n, rng)
         if tested:
             if len(np.unique(np.concatenate([b, n]))) == 1:
@@ -151,7 +154,7 @@ def gate(
         changes.append(KeyChange(key, mb, mn, change, lo, hi, p, bool(flagged)))
     changes.sort(key=lambda c: (-(c.new - c.base), c.key is None, c.key or ""))
     return GateResult(
-        base.by, base.metric, base_sel, new_sel, fail_above_pct, noise_floor_pct, tested, method, tuple(changes)
+        base.by, base.metric, base_sel, new_sel, fail_above_pct, noise_floor_pct, floor, tested, method, tuple(changes)
     )
 
 

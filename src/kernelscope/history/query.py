@@ -151,7 +151,8 @@ def matrix(con: Any, run_ids: list[int], by: str, metric: str) -> Matrix:
     if metric not in METRICS:
         raise UsageError(f"unknown metric {metric!r}")
     rows = con.execute(
-        f'SELECT run_id, key, {metric} FROM rows WHERE "by" = ? AND run_id IN (SELECT unnest(?::BIGINT[]))',
+        f'SELECT run_id, key, {metric} FROM rows WHERE "by" = ? AND run_id IN (SELECT unnest(?::BIGINT[])) '
+        "ORDER BY run_id, key NULLS FIRST",
         [by, run_ids],
     ).fetchall()
     col = {r: j for j, r in enumerate(run_ids)}

@@ -109,7 +109,8 @@ def render_gate(console: Console, g: GateResult, limit: int) -> None:
     console.print(Text(f"new:  {g.new.ref} ({g.new.how}, {len(g.new.runs)} runs: {', '.join(map(str, g.new.ids))})"))
     console.print(Text(f"test: {g.method}"))
     console.print(Text(f"keys whose growth is below {g.noise_floor_pct:g}% of the base total never fail"))
-    shown = [c for c in g.changes if c.flagged] + [c for c in g.changes if not c.flagged][: max(0, limit)]
+    quiet = [c for c in g.changes if not c.flagged and (c.base or c.new)]
+    shown = [c for c in g.changes if c.flagged] + quiet[: max(0, limit)]
     t = Table(title=f"by {g.by} ({g.metric}, medians)", title_justify="left")
     for col in ("", g.by, "base", "new", "change", "95% interval", "p"):
         t.add_column(col, overflow="fold", justify="left" if col in ("", g.by) else "right")
