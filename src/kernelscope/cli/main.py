@@ -65,6 +65,22 @@ def build_parser(cmds: Sequence[Command]) -> argparse.ArgumentParser:
     return parser
 
 
+# optional dependencies (pyproject extras) that a verb imports when it needs them: module -> extra
+OPTIONAL = {
+    "duckdb": "store",
+    "pyarrow": "store",
+    "dask": "store",
+    "distributed": "store",
+    "scipy": "history",
+    "mcp": "mcp",
+    "onnx": "onnx",
+    "perfetto": "perfetto",
+    "torch": "torch",
+    "jax": "jax",
+    "triton": "triton",
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     cmds = commands()
     parser = build_parser(cmds)
@@ -80,6 +96,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KernelscopeError as exc:
         print(f"kernelscope: error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:
+        extra = OPTIONAL.get((exc.name or "").split(".")[0])
+        if extra is None:
+            raise  # not an optional dependency: a bug, shown as one
+        print(f"kernelscope: error: this needs {exc.name}: pip install 'kernelscope[{extra}]'", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("kernelscope: interrupted", file=sys.stderr)
