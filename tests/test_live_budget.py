@@ -295,3 +295,67 @@ def test_compile_capture_starts_only_when_the_program_compiles() -> None:
     pytest.importorskip("torch")
     r = subprocess.run([sys.executable, "-c", LAZY], capture_output=True, text=True, env=env_without_color(), cwd=REPO)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr
+
+
+def _line_calls(profile: Any, function: str) -> dict[int, float]:
+    """Calls per line of ``function``'s Python rows (the calls made from that line)."""
+    counts = profile.exclusive("count")
+    out: dict[int, float] = {}
+    for n in range(1, len(profile)):
+        f = profile.frame_of(n)
+        if f.kind is FrameKind.PYTHON and f.name == function:
+            out[f.line] = out.get(f.line, 0.0) + float(counts[n])
+    return out
+
+
+@pytest.mark.slow
+def test_a_frame_running_across_windows_is_one_call() -> None:
+    torch = pytest.importorskip("torch")
+
+    from kernelscope.collect.torch_live import Session
+
+    def inner(x: Any) -> Any:
+        for _ in range(400):
+            x = torch.relu(x * 1.0)
+        return x
+
+    def outer() -> None:
+        x = torch.ones(8)
+        for _ in range(6):
+            x = inner(x)
+
+    s = Session(compile_capture=False, fold_calls=500, max_overhead=0)
+    s.start()
+    outer()  # the line of this call
+    p = s.finalize()
+    assert p.metadata["windows"] >= 4  # outer() and inner() run on across window turnovers
+    here = _line_calls(p, "test_a_frame_running_across_windows_is_one_call")
+    assert here and set(here.values()) == {1.0}  # outer() once, not once a window
+    inner_line = outer.__code__.co_firstlineno + 3
+    assert _line_calls(p, "outer")[inner_line] == 6.0
+
+
+@pytest.mark.slow
+def test_a_thread_started_while_allocations_are_sampled_is_recorded() -> None:
+    torch = pytest.importorskip("torch")
+    import threading
+
+    from kernelscope.collect.torch_live import Session
+
+    def work() -> None:
+        for _ in range(100):
+            torch.ones(64).mul(3)
+
+    s = Session(compile_capture=False, max_overhead=0)  # the first second samples allocations
+    s.start()
+    for _ in range(50):
+        torch.ones(64).mul(2)
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    p = s.finalize()
+    counts = p.exclusive("count")
+    muls = sum(counts[n] for n in range(1, len(p)) if p.frame_of(n).name == "aten::mul")
+    assert muls == 150  # the main thread's 50 and the thread's 100
+    assert p.metadata["memory"]["mode"] == "sample"
+    assert p.total("alloc_bytes") > 0  # the allocations sampled before the thread started

@@ -31,6 +31,7 @@ _END, _NODE, _DUR, _CHILD, _FLOPS, _CHILD_FLOPS, _BW, _KIND, _LABEL, _NB, _PLACE
 NO_FORWARD_SCOPE = "backward without a forward op"
 # what already gives an op its Python context: a recorded `Call stack` inside one of these adds nothing
 _PLACING = frozenset({Kind.PYTHON, Kind.MODULE, Kind.OP})
+_CALL_ROWS = frozenset({Kind.PYTHON, Kind.MODULE})  # value -1: the frame's call was counted in an earlier window
 
 
 def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
@@ -246,7 +247,8 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
                     node, placed = at[0], [at[1], 0]
                 else:
                     node = child(parent, label)
-                    count[node] += 1
+                    if val[i] >= 0 or k not in _CALL_ROWS:  # (a frame running on from an earlier window: no call)
+                        count[node] += 1
                 if label in watch:
                     watched((label, node, t, s))
                 if k in (K_OP, K_REGION):

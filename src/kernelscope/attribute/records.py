@@ -18,8 +18,8 @@ class Kind(enum.IntEnum):
     STEP = 0  # ProfilerStep#N: hoisted to the top of the tree
     SCOPE = 1  # user_annotation / record_function
     REGION = 2  # torch.compile regions, compiled graphs
-    PYTHON = 3  # a user python frame
-    MODULE = 4  # nn.Module: X_n
+    PYTHON = 3  # a user python frame (value -1: running on from an earlier live window, no new call)
+    MODULE = 4  # nn.Module: X_n (value as for PYTHON)
     # the context an op recorded with it (Kineto's `Call stack` arg; an ONNX node's modules and lines):
     # spans the op, sorts just before it; its label indexes ``EventTables.stacks``
     STACK = 5

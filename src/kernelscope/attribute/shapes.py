@@ -66,12 +66,19 @@ def extrapolate_allocations(
 
 
 def extrapolate_sampled(
-    builder: ProfileBuilder, sampled: dict[str, dict[int, float]], shapes: str, memory: str, seconds: float
+    builder: ProfileBuilder,
+    sampled: dict[str, dict[int, float]],
+    shapes: str,
+    memory: str,
+    seconds: float,
+    allocations: dict[str, dict[int, float]] | None = None,
 ) -> dict[str, Any]:
-    """The ``shapes`` and ``memory`` metadata of a live run, filling in what its sampling window left out."""
+    """The ``shapes`` and ``memory`` metadata of a live run, filling in what its sampling windows left out.
+    ``allocations``: the snapshot when allocation sampling ended, where it ended apart from shapes'."""
+    allocs = sampled if allocations is None else allocations
     return {
         "shapes": extrapolate_costs(builder, sampled, seconds) if sampled and shapes == "sample" else {"mode": shapes},
-        "memory": extrapolate_allocations(builder, sampled, seconds)
-        if sampled and memory == "sample"
+        "memory": extrapolate_allocations(builder, allocs, seconds)
+        if allocs and memory == "sample"
         else {"mode": memory},
     }

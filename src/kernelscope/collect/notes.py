@@ -7,7 +7,7 @@ from typing import Any
 
 
 def session_notes(skip_first: int, steps: int, windows: int, events: int, armed: bool) -> list[str]:
-    """Nothing recorded, a skip that never ended, threads whose work was not recorded."""
+    """Nothing recorded, a skip that never ended, threads whose ops may lack their lines."""
     out: list[str] = []
     if skip_first and steps < skip_first:
         out.append(
@@ -27,7 +27,7 @@ def session_notes(skip_first: int, steps: int, windows: int, events: int, armed:
     if others:
         out.append(
             f"{len(others)} other Python thread(s) alive at the end ({', '.join(others[:3])}): "
-            "torch work on threads the program started is not recorded"
+            "their torch ops are recorded, but not always the Python lines that issued them"
         )
     return out
 

@@ -31,6 +31,7 @@ from ..attribute.costs import FLOP_RULES, op_bytes, op_flops
 from ..attribute.records import BACKWARD_PREFIX, Kind, is_comm_kernel
 from ..attribute.tables import EventTables
 from ..model import Frame
+from .continued import Chain, continued_events
 from .userframes import display_path, is_user_file
 
 # c10::ScalarType codes as torch's profiler records a dtype argument
@@ -99,9 +100,16 @@ class TorchEvents:
 
     # --- host events -------------------------------------------------------
     def add(
-        self, roots: Iterable[Any], *, shapes: bool, cuda: bool, compiling: tuple[tuple[int, int], ...] = ()
+        self,
+        roots: Iterable[Any],
+        *,
+        shapes: bool,
+        cuda: bool,
+        compiling: tuple[tuple[int, int], ...] = (),
+        continued: Chain = (),
     ) -> int:
-        """Write one window's event tree; returns the number of events read."""
+        """Write one window's event tree; returns the number of events read. ``continued``: the stack when
+        the window opened, with the frames that ran on from the last window (their rows count no call)."""
         t = self.tables
         host = t.host.data.extend
         thread_of = t.thread
@@ -113,6 +121,7 @@ class TorchEvents:
         OVERHEAD = Kind.OVERHEAD
         roots = list(roots)
         top = {id(r) for r in roots}
+        ran_on = continued_events(roots, continued, lambda ev: tags.get(ev.tag) or self._tag(ev))
         # (event, label of the innermost row on its path, the parent PyCall's fields, inside backward,
         #  end of the innermost row on its path)
         stack: list[tuple[Any, int, Any, int, int]] = [(r, _NONE, None, 0, _FAR) for r in reversed(roots)]
@@ -169,16 +178,19 @@ class TorchEvents:
                         th = threads[ev.start_tid] = thread_of(pid, ev.start_tid)
                     start = ev.start_time_ns
                     dur = ev.duration_time_ns
+                    calls = (
+                        -1 if ran_on and (start, ev.start_tid) in ran_on else 0
+                    )  # (a frame running on from the last window: no call)
                     if label >= 0 and label != last:
                         # (a builtin call and the LineMode's __torch_function__ inside it report one line)
-                        host((th, start, dur, PYTHON, label, -1, -1, -1, -1, 0, -1))
+                        host((th, start, dur, PYTHON, label, -1, -1, -1, -1, calls, -1))
                         last = label
                         bound = start + dur
                     if mod is not None:
                         info = self.module_path(mod.self_ptr)
                         path, cls = info if info is not None else (mod.cls_name, mod.cls_name)
                         last = t.frame(Frame.module_(path, cls))
-                        host((th, start, dur, MODULE, last, -1, -1, -1, -1, 0, -1))
+                        host((th, start, dur, MODULE, last, -1, -1, -1, -1, calls, -1))
                         bound = start + dur
                 fn = ex if tag == "PyCall" else None  # its callsite is read only if an op sits right below
                 if children:

@@ -16,6 +16,7 @@ from typing import Any
 from ..attribute.engine import Attributor, Placer
 from ..attribute.tables import EventTables
 from ..model import Frame, FrameKind, Profile, ProfileBuilder
+from .continued import Chain
 from .torch_events import TorchEvents, casts_by_line
 from .torch_meta import is_device_event
 
@@ -55,13 +56,14 @@ class WindowFolder:
         compile_capture: Any,
         notes: list[str],
         compiling: tuple[tuple[int, int], ...] = (),
+        continued: Chain = (),
     ) -> int:
         """One window (``prof.kineto_results``) into the tree; returns the events read. ``compiling``: spans
         (ns) in which torch.compile compiled inside the window: their ops are compile work, left out."""
         roots = results.experimental_event_tree()
         conv = self.events
         conv.regions = 0
-        events = conv.add(roots, shapes=shapes, cuda=cuda, compiling=compiling)
+        events = conv.add(roots, shapes=shapes, cuda=cuda, compiling=compiling, continued=continued)
         if compile_capture is not None and conv.regions:
             try:
                 compile_capture.observe_events(roots)

@@ -20,6 +20,7 @@ from ..model.profile import prune_empty
 from ._process import _quiet_fd, _sigint_deferred
 from .budget import GRACE_SECONDS_DEFAULT, MAX_OVERHEAD_DEFAULT, PROBE_SECONDS, Ledger, OverheadBudget
 from .compile.watch import CompileWatch
+from .continued import Chain, OpenFrames
 from .foreign import ForeignProfiler
 from .heavy_imports import HeavyImportWatch, heavy_imports_done
 from .lazy_compile import CompileEntry, LazyCompile
@@ -29,6 +30,7 @@ from .notes import session_notes, start_compile_capture
 from .plan import Plan
 from .safepoint import StackSafety, in_backward
 from .steps import StepDetector
+from .threads import ThreadStarts
 from .torch_fold import WindowFolder
 from .userframes import is_program_file
 
@@ -101,7 +103,8 @@ class Session:
         self._window_start = 0.0
         self._window_cpu = (0.0, 0)  # the recording thread's CPU time when the window opened, and that thread
         self._window_calls = 0
-        self._shaped: dict[str, dict[int, float]] = {}
+        self._shaped: dict[str, dict[int, float]] = {}  # count and shape metrics when shape sampling ended
+        self._mem_shaped: dict[str, dict[int, float]] = {}  # count and allocations when allocation sampling ended
         self.profile_memory = memory != "off"
         self.plan = plan if plan is not None else Plan(skip_first=skip_first)
         if max_overhead is None:  # an explicit plan records what it asks for
@@ -137,6 +140,10 @@ class Session:
         self.start_time = time.time()
         self.argv = list(argv if argv is not None else sys.argv)
         self._prof: Any = None
+        self._thread_starts = ThreadStarts(self._thread_starting)
+        self._thread_cut = False  # the program started a thread while allocations were sampled (threads.py)
+        self._ran_on = OpenFrames()  # frames running on from one window into the next (one call each)
+        self._chain: Chain = ()  # the stack when the open window opened (continued.py)
         self._device_run = False
         self._cuda = False
         self._compile: Any = None
@@ -173,6 +180,8 @@ class Session:
         self.heavy_imports.install()
         self._watch_compiles()  # only if Dynamo is loaded: importing it costs ~1 s here
         self._lazy_compile.install()
+        if self.memory == "sample":
+            self._thread_starts.install()
         from .torch_lines import Counter, LineMode, OperatorLines
 
         self.calls = Counter(self._on_torch_call, every=1 if self._armed else FOLD_CHECK_CALLS)
@@ -411,12 +420,23 @@ class Session:
         elif self._fold_due():
             self._change(close=True)
 
+    def _thread_starting(self) -> None:
+        """The program starts a thread: end the allocation sample, so that its ops are recorded (threads.py)."""
+        if self._shapes_sampled or threading.current_thread() is not threading.main_thread():
+            return
+        self._thread_cut = True
+        self._thread_starts.remove()
+        if self._prof is not None and self._window_memory:
+            self._checkpoint()
+
     def _fold_due(self) -> bool:
         elapsed = time.perf_counter() - self._window_start
         if not self.budget.measured and not self.budget.budget.off and elapsed >= PROBE_SECONDS:
             return True  # a short first window tells what recording this program costs
         if self._window_sample and elapsed >= self.shape_seconds:
             return True
+        if self._thread_cut and self._window_memory and self.memory == "sample":
+            return True  # the program started a thread: record every thread from here (threads.py)
         calls = self.calls.calls - self._window_calls if self.calls is not None else 0
         return elapsed >= self.fold_seconds or calls >= self.fold_calls
 
@@ -440,6 +460,7 @@ class Session:
 
     def _open_window(self) -> None:
         import torch
+        from torch._C._profiler import _ExperimentalConfig
         from torch.autograd.profiler import profile
 
         # torch.autograd.profiler directly: torch.profiler.profile's start imports torch._inductor (1 s here)
@@ -447,7 +468,8 @@ class Session:
         t0 = time.perf_counter()
         sample = not self._shapes_sampled
         self._window_shapes = self.shapes == "all" or (self.shapes == "sample" and sample)
-        self._window_memory = self.memory == "all" or (self.memory == "sample" and sample)
+        self._window_memory = self.memory == "all" or (self.memory == "sample" and sample and not self._thread_cut)
+        self._chain = self._ran_on.at_open()
         with _quiet_fd(2):
             prof = profile(
                 use_kineto=True,
@@ -456,6 +478,8 @@ class Session:
                 profile_memory=self._window_memory,
                 with_stack=True,
                 with_modules=True,
+                # every thread, except while allocations are sampled (torch records none then: threads.py)
+                experimental_config=_ExperimentalConfig(profile_all_threads=not self._window_memory),
             )
             prof._kernelscope_own = True  # type: ignore[attr-defined]  # not the program's own profiler (foreign.py)
             prof.__enter__()  # type: ignore[no-untyped-call]
@@ -488,12 +512,16 @@ class Session:
         self.recorded_cpu_seconds += time.thread_time() - cpu if thread == threading.get_ident() else window
         with _quiet_fd(2):
             prof.__exit__(None, None, None)
+        self._ran_on.at_close()
         self.safety.stopped(skip=2, compile_entry=compile_entry)
         t0 = time.perf_counter()
         events = self._fold(prof)
         if self._window_sample:  # shapes and allocations: sampled over the first shape_seconds recorded
             self._shapes_sampled = self.recorded_seconds >= self.shape_seconds
-            self._shaped = snapshot(self.builder, self._sampled_metrics())
+            if self.shapes == "sample":
+                self._shaped = snapshot(self.builder, SHAPE_METRICS)
+        if self._window_memory and self.memory == "sample":  # (ends early when the program starts a thread)
+            self._mem_shaped = snapshot(self.builder, MEMORY_METRICS)
         # the profiler object sits in reference cycles with its results: break what we can and collect
         # the rest here, not in a later timed step (without the collection peak memory grows with the run)
         prof.kineto_results = None
@@ -512,9 +540,6 @@ class Session:
     def _window_sample(self) -> bool:
         """This window samples what later windows leave out (shapes, allocations)."""
         return not self._shapes_sampled and (self.shapes == "sample" or self.memory == "sample")
-
-    def _sampled_metrics(self) -> tuple[str, ...]:
-        return (SHAPE_METRICS if self.shapes == "sample" else ()) + (MEMORY_METRICS if self.memory == "sample" else ())
 
     def scope_enter(self, name: str, metrics: dict[str, float] | None) -> bool:
         if not self.active:
@@ -536,6 +561,8 @@ class Session:
                 self.operators = None
             self.modules.remove()
             self.safety.remove()
+            self._ran_on.clear()
+            self._thread_starts.remove()
             self.step_source.remove()
             self.foreign.remove()
             self.heavy_imports.remove()
@@ -557,7 +584,11 @@ class Session:
             self._triton.graft(self.builder)
             self.warnings.extend(self._triton.warnings)
             self._triton = None
-        metadata.update(extrapolate_sampled(self.builder, self._shaped, self.shapes, self.memory, self.shape_seconds))
+        metadata.update(
+            extrapolate_sampled(
+                self.builder, self._shaped, self.shapes, self.memory, self.shape_seconds, allocations=self._mem_shaped
+            )
+        )
         for metric in ("time_ns", "cpu_time_ns", "count"):
             self.builder.ensure_metric(metric)
         return prune_empty(self.folder.build(metadata, self.warnings))
@@ -573,6 +604,7 @@ class Session:
             compile_capture=self._compile,
             notes=self.warnings,
             compiling=tuple(self._compile_spans),
+            continued=self._chain,
         )
         self._compile_spans.clear()
         self.events += events

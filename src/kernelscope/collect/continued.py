@@ -1,0 +1,88 @@
+"""Python frames that run on from one recording window into the next: one call, not one per window.
+
+torch's Python tracer reports every frame on the stack when it starts as a call made at that moment
+(its "start-up" frames). A frame that was already running when the previous window stopped (the
+program's ``main``, its training loop) would so be counted once more for every window it spans. The
+session remembers the frames on the main thread's stack when a window stops (``at_close``); when the
+next one opens, ``at_open`` says which frames of the stack are those very objects (``is``, not an equal
+code: a function called again between two windows is a new call). The fold then marks the matching
+start-up events (``continued_events``), whose rows count no call.
+
+Holding the stopped stack's frames keeps their locals alive until the next window opens (at once when
+recording everything; a frame that returns in between keeps its locals until then otherwise).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from types import FrameType
+from typing import Any
+
+# (function name, was running when the last window stopped), outermost frame first
+Chain = tuple[tuple[str, bool], ...]
+
+
+def _stack(frame: FrameType | None) -> list[FrameType]:
+    frames: list[FrameType] = []
+    while frame is not None:
+        frames.append(frame)
+        frame = frame.f_back
+    frames.reverse()
+    return frames
+
+
+class OpenFrames:
+    """The main thread's frames at the last stop, matched against the stack at the next start."""
+
+    def __init__(self) -> None:
+        self._at_close: list[FrameType] = []
+
+    def at_close(self, skip: int = 1) -> None:
+        if threading.current_thread() is threading.main_thread():
+            self._at_close = _stack(sys._getframe(skip + 1))
+        else:
+            self._at_close = _stack(sys._current_frames().get(threading.main_thread().ident or 0))
+
+    def at_open(self, skip: int = 1) -> Chain:
+        """The stack about to be recorded, each frame with whether it ran on from the last window."""
+        held = {id(f) for f in self._at_close}  # the frames are held: an equal id is the same frame
+        if not held or threading.current_thread() is not threading.main_thread():
+            self._at_close = []
+            return ()
+        chain = tuple((f.f_code.co_name, id(f) in held) for f in _stack(sys._getframe(skip + 1)))
+        self._at_close = []
+        return chain
+
+    def clear(self) -> None:
+        self._at_close = []
+
+
+def continued_events(roots: Iterable[Any], chain: Chain, tag_of: Callable[[Any], str]) -> set[tuple[int, int]]:
+    """(start, thread) of the start-up ``PyCall`` events (the first-child chain from a root) that ``chain`` marks as
+    running on from the last window. The two are aligned at their inner end: torch may leave out the
+    outermost frames of a deep stack, and records frames inside the window's start below ``chain``. (Not
+    ``id``: torch's event objects are made anew each time they are read.)"""
+    out: set[tuple[int, int]] = set()
+    if not chain or not any(cont for _name, cont in chain):
+        return out
+    for root in roots:
+        events: list[Any] = []
+        ev: Any = root
+        while ev is not None and tag_of(ev) == "PyCall" and len(events) <= len(chain) + 16:
+            events.append(ev)
+            ev = next((c for c in ev.children if tag_of(c) == "PyCall"), None)
+        names = [e.extra_fields.callsite.function_name for e in events]
+        inner = chain[-1][0]
+        ends = [i for i, name in enumerate(names) if name == inner]
+        if not ends:
+            continue
+        e, c = ends[-1], len(chain) - 1
+        while e >= 0 and c >= 0 and names[e] == chain[c][0]:
+            if chain[c][1]:
+                out.add((events[e].start_time_ns, events[e].start_tid))
+            e -= 1
+            c -= 1
+        return out
+    return out
