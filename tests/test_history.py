@@ -611,7 +611,9 @@ for _ in range(8):
 
 
 @pytest.mark.slow
-def test_real_runs_follow_a_moved_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_real_runs_follow_a_moved_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Real runs: comment lines inserted above the hot line move it; its history and the gate follow it."""
     prog = tmp_path / "prog.py"
     db = str(tmp_path / "h.duckdb")
@@ -631,18 +633,18 @@ def test_real_runs_follow_a_moved_line(tmp_path: Path, capsys: pytest.CaptureFix
     run("same", 3)
     run("slow", 5)  # two more products on the hot line: +67% of its FLOPs
 
-    with contextlib.chdir(tmp_path):  # keys are relative to the folder the runs were added from
-        _, doc = _json(capsys, ["history", "show", new, "-m", "flops", "--db", db, "--json"])
-        assert (doc["key"], doc["was"]) == (new, [old])
-        assert [s["key"] for s in doc["series"]] == [old, new, new]
-        a, same, slow = (s["value"] for s in doc["series"])
-        assert a > 0 and same == a and slow == pytest.approx(a * 5 / 3)
+    monkeypatch.chdir(tmp_path)  # keys are relative to the folder the runs were added from
+    _, doc = _json(capsys, ["history", "show", new, "-m", "flops", "--db", db, "--json"])
+    assert (doc["key"], doc["was"]) == (new, [old])
+    assert [s["key"] for s in doc["series"]] == [old, new, new]
+    a, same, slow = (s["value"] for s in doc["series"])
+    assert a > 0 and same == a and slow == pytest.approx(a * 5 / 3)
 
-        gate = ["history", "gate", "--db", db, "-m", "flops", "--fail-above", "20", "--json", "--base", "v=a"]
-        rc, doc = _json(capsys, [*gate, "--new", "v=slow"])
-        assert rc == 1 and [(k["key"], k["base_key"]) for k in doc["flagged"]] == [(new, old)]
-        assert doc["flagged"][0]["change_pct"] == pytest.approx(200 / 3)
-        rc, doc = _json(capsys, [*gate, "--new", "v=same"])
-        assert rc == 0 and doc["flagged"] == []
-        # the old location is not a vanished key: it is the hot line's, and prog.py:9 is now another moved line
-        assert [k["key"] for k in doc["keys"] if k.get("base_key", k["key"]) == old] == [new]
+    gate = ["history", "gate", "--db", db, "-m", "flops", "--fail-above", "20", "--json", "--base", "v=a"]
+    rc, doc = _json(capsys, [*gate, "--new", "v=slow"])
+    assert rc == 1 and [(k["key"], k["base_key"]) for k in doc["flagged"]] == [(new, old)]
+    assert doc["flagged"][0]["change_pct"] == pytest.approx(200 / 3)
+    rc, doc = _json(capsys, [*gate, "--new", "v=same"])
+    assert rc == 0 and doc["flagged"] == []
+    # the old location is not a vanished key: it is the hot line's, and prog.py:9 is now another moved line
+    assert [k["key"] for k in doc["keys"] if k.get("base_key", k["key"]) == old] == [new]
