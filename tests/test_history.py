@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import json
 import shutil
 import subprocess
@@ -208,8 +209,131 @@ def test_older_schema_is_refused_in_one_line(tmp_path: Path, capsys: pytest.Capt
     with duckdb.connect(db) as con:
         con.execute("UPDATE meta SET value = '0' WHERE name = 'history_schema'")
     capsys.readouterr()
-    _fails(capsys, ["history", "list", "--db", db], "history schema 0 is not the 1 this kernelscope reads")
+    _fails(capsys, ["history", "list", "--db", db], "history schema 0 is not the 2 this kernelscope reads")
     _fails(capsys, ["history", "add", _save(tmp_path, "b", {10: 4.0}), "--db", db], "start a new file")
+
+
+_CLOCK = itertools.count()
+
+
+def _lines(line_ops: dict[int, tuple[str, float]], kernel: str | None = None) -> Profile:
+    """train.py whose line N spends ms in op (and, with ``kernel``, in that device kernel under it)."""
+    paths = []
+    for n, (op, ms) in line_ops.items():
+        frames = [Frame(PY, name="main", file="train.py", line=n), Frame(FrameKind.OP, name=op)]
+        if kernel:
+            frames.append(Frame(FrameKind.KERNEL, name=kernel, device="cuda:0"))
+        paths.append((frames, {"time_ns": ms * 1e6}))
+    md = {"start_time": 1_700_000_000.0 + next(_CLOCK), "host": "box", "command": ["train.py"]}
+    return build(paths, md | ({"device_run": True} if kernel else {}))
+
+
+def _add(tmp: Path, db: str, name: str, profile: Profile, *labels: str) -> None:
+    path = str(tmp / f"{name}.ksprof")
+    profile.save(path)
+    argv = ["history", "add", path, "--db", db]
+    for label in labels:
+        argv += ["--label", label]
+    assert main(argv) == 0
+
+
+def test_a_moved_line_keeps_its_series(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Code inserted above: lines 10 and 20 are now 13 and 23, and a new line 10 is not the old one."""
+    db = str(tmp_path / "h.duckdb")
+    _add(tmp_path, db, "a", _lines({10: ("aten::mm", 4.0), 20: ("aten::relu", 1.0)}), "v=a")
+    moved = {10: ("aten::add", 0.5), 13: ("aten::mm", 6.0), 23: ("aten::relu", 1.0)}
+    _add(tmp_path, db, "b", _lines(moved), "v=b")
+    capsys.readouterr()
+
+    rc, doc = _json(capsys, ["history", "show", "train.py:13", "--db", db, "--json"])
+    assert (doc["key"], doc["was"]) == ("train.py:13", ["train.py:10"])
+    assert [(s["id"], s["key"], s["value"]) for s in doc["series"]] == [
+        (1, "train.py:10", 4e6),
+        (2, "train.py:13", 6e6),
+    ]
+    _, old = _json(capsys, ["history", "show", "train.py:10", "--db", db, "--json"])
+    assert old["key"] == "train.py:10" and [s["value"] for s in old["series"]] == [0.0, 0.5e6]  # the new line 10
+    rc = main(["history", "show", "train.py:13", "--db", db])
+    out = capsys.readouterr().out
+    assert rc == 0 and "train.py:13 (moved from train.py:10)" in out
+
+    rc, doc = _json(
+        capsys, ["history", "gate", "--db", db, "--base", "v=a", "--new", "v=b", "--fail-above", "20", "--json"]
+    )
+    assert rc == 1
+    got = {(k["key"], k.get("base_key"), k["change_pct"]) for k in doc["flagged"]}
+    assert got == {("train.py:13", "train.py:10", 50.0), ("train.py:10", None, "inf")}
+    relu = next(k for k in doc["keys"] if k["key"] == "train.py:23")
+    assert (relu["base_key"], relu["change_pct"], relu["flagged"]) == ("train.py:20", 0.0, False)
+    main(["history", "gate", "--db", db, "--base", "v=a", "--new", "v=b", "--fail-above", "20"])
+    assert "train.py:13 (moved from train.py:10)" in capsys.readouterr().out
+
+    _, doc = _json(capsys, ["history", "trend", "--db", db, "--json"])
+    assert {(k["key"], tuple(k.get("was", ()))) for k in doc["keys"]} == {
+        ("train.py:13", ("train.py:10",)),
+        ("train.py:23", ("train.py:20",)),
+        ("train.py:10", ()),
+    }
+
+    # a third run that moves them back: still one series each, named by the newest run
+    _add(tmp_path, db, "c", _lines({10: ("aten::mm", 6.0), 20: ("aten::relu", 1.0)}), "v=c")
+    capsys.readouterr()
+    _, doc = _json(capsys, ["history", "show", "train.py:10", "--db", db, "--json"])
+    assert [(s["key"], s["value"]) for s in doc["series"]] == [
+        ("train.py:10", 4e6),
+        ("train.py:13", 6e6),
+        ("train.py:10", 6e6),
+    ]
+
+
+def test_a_renamed_kernel_keeps_its_series(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Inductor renumbers kernels between builds; diff's normalised name is the series."""
+    db = str(tmp_path / "h.duckdb")
+    _add(tmp_path, db, "a", _lines({10: ("aten::add", 2.0)}, kernel="triton_poi_fused_add_0"))
+    _add(tmp_path, db, "b", _lines({12: ("aten::add", 3.0)}, kernel="triton_poi_fused_add_7"))
+    capsys.readouterr()
+    _, doc = _json(capsys, ["history", "show", "triton_poi_fused_add", "--by", "kernel", "--db", db, "--json"])
+    assert [s["value"] for s in doc["series"]] == [2e6, 3e6] and doc["was"] == []
+    _, doc = _json(capsys, ["history", "show", "train.py:12", "--db", db, "--json"])
+    assert [s["value"] for s in doc["series"]] == [2e6, 3e6] and doc["was"] == ["train.py:10"]
+
+
+def _downgrade_to_schema_1(db: str) -> None:
+    """The layout history schema 1 had: no rows.series, no anchors."""
+    with duckdb.connect(db) as con:
+        con.execute("ALTER TABLE rows DROP COLUMN series")
+        con.execute("DROP TABLE anchors")
+        con.execute("UPDATE meta SET value = '1' WHERE name = 'history_schema'")
+
+
+def test_a_schema_1_history_is_migrated_in_place(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / "h.duckdb")
+    _add(tmp_path, db, "a", _lines({10: ("aten::mm", 4.0), 20: ("aten::relu", 1.0)}), "v=a")
+    _add(tmp_path, db, "b", _lines({10: ("aten::mm", 5.0), 20: ("aten::relu", 1.0)}), "v=b")
+    _downgrade_to_schema_1(db)
+    capsys.readouterr()
+
+    rc, doc = _json(capsys, ["history", "list", "--db", db, "--json"])  # a reader migrates too
+    assert rc == 0 and [r["id"] for r in doc["runs"]] == [1, 2]
+    with duckdb.connect(db, read_only=True) as con:
+        assert con.execute("SELECT value FROM meta WHERE name = 'history_schema'").fetchone() == ("2",)
+        assert con.execute("SELECT count(*) FROM rows WHERE series IS DISTINCT FROM key").fetchone() == (0,)
+    # no stored profile to pair with yet: the first new run pairs by name, the next one follows the move
+    _add(tmp_path, db, "c", _lines({10: ("aten::mm", 6.0), 20: ("aten::relu", 1.0)}), "v=c")
+    _add(tmp_path, db, "d", _lines({14: ("aten::mm", 7.0), 24: ("aten::relu", 1.0)}), "v=d")
+    capsys.readouterr()
+    _, doc = _json(capsys, ["history", "show", "train.py:14", "--db", db, "--json"])
+    assert [s["value"] for s in doc["series"]] == [4e6, 5e6, 6e6, 7e6] and doc["was"] == ["train.py:10"]
+    rc, doc = _json(
+        capsys, ["history", "gate", "--db", db, "--base", "v=a", "--new", "v=d", "--fail-above", "50", "--json"]
+    )
+    assert rc == 1 and [(k["key"], k["base_key"]) for k in doc["flagged"]] == [("train.py:14", "train.py:10")]
+
+    _downgrade_to_schema_1(db)
+    _add(tmp_path, db, "e", _lines({14: ("aten::mm", 7.0), 24: ("aten::relu", 1.0)}))  # an add migrates too
+    capsys.readouterr()
+    _, doc = _json(capsys, ["history", "show", "train.py:14", "--db", db, "--json"])
+    assert [s["value"] for s in doc["series"]][-2:] == [7e6, 7e6]
 
 
 ADDER = """
@@ -240,6 +364,8 @@ def test_two_processes_adding_at_once_lose_nothing(tmp_path: Path) -> None:
             ("q", 12),
         ]
         assert con.execute("SELECT count(*) FROM rows WHERE \"by\" = 'line'").fetchone() == (48,)
+        # every run is paired with the one added before it: one series per line, whichever process added it
+        assert con.execute("SELECT count(DISTINCT series) FROM rows WHERE \"by\" = 'line'").fetchone() == (2,)
 
 
 # --- real runs -------------------------------------------------------------------------------------
@@ -469,3 +595,56 @@ def test_gate_a_key_new_in_most_runs(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert rc == 1 and [k["key"] for k in doc["flagged"]] == ["train.py:30"]
     [row] = doc["flagged"]
     assert row["change_pct"] == "inf" and row["interval_pct"][1] == "inf" and row["p_value"] < 0.05
+
+
+MOVING_PROG = """import os
+
+import torch
+
+torch.set_num_threads(1)
+w = torch.randn(192, 192)
+REPS = int(os.environ.get("KS_REPS", "3"))
+for _ in range(8):
+    z = [torch.tanh(w @ w) for _ in range(REPS)]  # the hot line
+    s = w.sum()
+"""
+
+
+@pytest.mark.slow
+def test_real_runs_follow_a_moved_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Real runs: comment lines inserted above the hot line move it; its history and the gate follow it."""
+    prog = tmp_path / "prog.py"
+    db = str(tmp_path / "h.duckdb")
+
+    def run(label: str, reps: int) -> None:
+        env = env_without_color() | {"KS_REPS": str(reps)}
+        cmd = [sys.executable, "-m", "kernelscope", "run", "--max-overhead", "0", "--no-view", "--history"]
+        cmd += ["--db", db, "--label", f"v={label}", "-o", f"{label}.ksprof", "prog.py"]
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+        assert r.returncode == 0, r.stderr
+
+    prog.write_text(MOVING_PROG)
+    old = f"prog.py:{MOVING_PROG.splitlines().index('    z = [torch.tanh(w @ w) for _ in range(REPS)]  # the hot line') + 1}"
+    run("a", 3)
+    prog.write_text(MOVING_PROG.replace("import os\n", "import os\n\n# moved\n# down\n", 1))
+    new = f"prog.py:{int(old.split(':')[1]) + 3}"
+    run("same", 3)
+    run("slow", 5)  # two more products on the hot line: +67% of its FLOPs
+
+    monkeypatch.chdir(tmp_path)  # keys are relative to the folder the runs were added from
+    _, doc = _json(capsys, ["history", "show", new, "-m", "flops", "--db", db, "--json"])
+    assert (doc["key"], doc["was"]) == (new, [old])
+    assert [s["key"] for s in doc["series"]] == [old, new, new]
+    a, same, slow = (s["value"] for s in doc["series"])
+    assert a > 0 and same == a and slow == pytest.approx(a * 5 / 3)
+
+    gate = ["history", "gate", "--db", db, "-m", "flops", "--fail-above", "20", "--json", "--base", "v=a"]
+    rc, doc = _json(capsys, [*gate, "--new", "v=slow"])
+    assert rc == 1 and [(k["key"], k["base_key"]) for k in doc["flagged"]] == [(new, old)]
+    assert doc["flagged"][0]["change_pct"] == pytest.approx(200 / 3)
+    rc, doc = _json(capsys, [*gate, "--new", "v=same"])
+    assert rc == 0 and doc["flagged"] == []
+    # the old location is not a vanished key: it is the hot line's, and prog.py:9 is now another moved line
+    assert [k["key"] for k in doc["keys"] if k.get("base_key", k["key"]) == old] == [new]

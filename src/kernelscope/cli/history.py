@@ -105,22 +105,27 @@ def _run_show(args: argparse.Namespace) -> int:
     with open_history(args.db, write=False) as con:
         every = runs(con)[-args.last :] if args.last else runs(con)
         m = matrix(con, [r.id for r in every], args.by, metric)
-    key = find_key(m.keys, args.key)
-    values = m.values[m.keys.index(key)].tolist()
+    k = find_key(m, args.key)
+    key, was = m.keys[k] or "", m.was[k]
+    values = m.values[k].tolist()
+    names = [m.name_in(k, j) for j in range(len(every))]
     if args.json:
         dump(
             {
                 "schema": 1,
                 "by": args.by,
                 "key": key,
+                "was": list(was),
                 "metric": metric,
-                "series": [{**r.to_json(), "value": v} for r, v in zip(every, values, strict=True)],
+                "series": [
+                    {**r.to_json(), "key": name, "value": v} for r, name, v in zip(every, names, values, strict=True)
+                ],
             }
         )
     else:
         from ..render.history_text import render_series
 
-        render_series(make_console(), key, metric, every, values)
+        render_series(make_console(), key, metric, every, values, was, names)
     return 0
 
 
@@ -247,7 +252,7 @@ def _run_report(args: argparse.Namespace) -> int:
         m = matrix(con, [r.id for r in last], args.by, metric)
     every = trends(m)
     if args.key:
-        wanted = [find_key(m.keys, k) for k in args.key]
+        wanted = [m.keys[find_key(m, k)] for k in args.key]
         rows = [next(t for t in every if t.key == k) for k in dict.fromkeys(wanted)]
     else:
         rows = every[: args.limit]

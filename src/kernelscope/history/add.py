@@ -13,11 +13,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import UsageError
+from ..errors import KernelscopeError, UsageError
 from ..model import Profile
+from ..model.io import from_bytes, to_bytes
 from ..store.keys import BYS, keyed_rows
 from ..store.schema import SCHEMA_VERSION
 from .db import open_history
+from .series import assign, pairs
 
 
 @dataclass(frozen=True)
@@ -79,16 +81,78 @@ def run_info(profile: Profile, path: str | None, labels: Mapping[str, str]) -> R
     )
 
 
+def _program(info: RunInfo) -> str:
+    """What makes two runs the same program: their command line."""
+    return json.dumps(info.command)
+
+
+def _anchor(con: Any, program: str) -> tuple[int, Profile] | None:
+    """The program's newest run and its stored profile; None before its first run or when unreadable."""
+    row = con.execute("SELECT run_id, profile FROM anchors WHERE program = ?", [program]).fetchone()
+    if row is None:
+        return None
+    try:
+        return int(row[0]), from_bytes(bytes(row[1]), f"anchor of run {row[0]}")
+    except KernelscopeError:
+        return None  # pair by name instead
+
+
+def _known(con: Any) -> dict[str, dict[str, str]]:
+    """Per grouping: every series → its newest name."""
+    known: dict[str, dict[str, str]] = {by: {} for by in BYS}
+    for by, series, name in con.execute(
+        'SELECT "by", series, arg_max(key, run_id) FROM rows WHERE series IS NOT NULL GROUP BY "by", series'
+    ).fetchall():
+        known.setdefault(by, {})[series] = name
+    return known
+
+
+def _with_series(
+    con: Any,
+    rows: pa.Table,
+    profile: Profile,
+    prev: tuple[int, Profile] | None,
+    known: dict[str, dict[str, str]],
+    run_id: int,
+) -> pa.Table:
+    prev_series: dict[str, dict[str, str]] = {by: {} for by in BYS}
+    if prev is not None:
+        for by, key, series in con.execute(
+            'SELECT "by", key, series FROM rows WHERE run_id = ? AND series IS NOT NULL', [prev[0]]
+        ).fetchall():
+            prev_series.setdefault(by, {})[key] = series
+    by_col = rows.column("by").to_pylist()
+    key_col = rows.column("key").to_pylist()
+    out: list[str | None] = [None] * len(key_col)
+    for by in BYS:
+        idx = [i for i, b in enumerate(by_col) if b == by]
+        paired = pairs(prev[1], profile, by) if prev is not None else None
+        assigned = assign([key_col[i] for i in idx], paired, prev_series[by], known.setdefault(by, {}), run_id)
+        for i, s in zip(idx, assigned, strict=True):
+            out[i] = s
+    return rows.append_column("series", pa.array(out, pa.string()))
+
+
 def add_runs(db: str, runs: Sequence[tuple[Profile, RunInfo]]) -> list[int]:
-    """Store each (profile, info) as a run; returns the new run ids. All or nothing."""
-    tables = [pa.concat_tables([keyed_rows(p, by) for by in BYS]) for p, _ in runs]  # before taking the lock
+    """Store each (profile, info) as a run; returns the new run ids. All or nothing.
+
+    Each run's keys get their series (``history.series``): paired with the program's previous run.
+    """
+    # before taking the lock: the rows, and each profile without its timeline for the next run to pair with
+    tables = [pa.concat_tables([keyed_rows(p, by) for by in BYS]) for p, _ in runs]
+    blobs = [to_bytes(p.replace(timeline=None)) for p, _ in runs]
     ids: list[int] = []
     with open_history(db, write=True) as con:
         con.execute("BEGIN")
         try:
             first = int(con.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()[0])
-            for n, ((_, info), rows) in enumerate(zip(runs, tables, strict=True)):
+            known = _known(con)
+            anchors: dict[str, tuple[int, Profile] | None] = {}
+            for n, ((profile, info), rows, blob) in enumerate(zip(runs, tables, blobs, strict=True)):
                 run_id = first + n
+                program = _program(info)
+                prev = anchors[program] if program in anchors else _anchor(con, program)
+                rows = _with_series(con, rows, profile, prev, known, run_id)
                 con.execute(
                     "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [
@@ -108,10 +172,14 @@ def add_runs(db: str, runs: Sequence[tuple[Profile, RunInfo]]) -> list[int]:
                     con.execute("INSERT INTO labels VALUES (?, ?, ?)", [run_id, name, value])
                 con.register("new_rows", rows)
                 con.execute(
-                    'INSERT INTO rows SELECT ?, "by", key, time_ns, cpu_time_ns, count, flops, bytes FROM new_rows',
+                    'INSERT INTO rows SELECT ?, "by", key, time_ns, cpu_time_ns, count, flops, bytes, series '
+                    "FROM new_rows",
                     [run_id],
                 )
                 con.unregister("new_rows")
+                con.execute("DELETE FROM anchors WHERE program = ?", [program])
+                con.execute("INSERT INTO anchors VALUES (?, ?, ?)", [program, run_id, blob])
+                anchors[program] = (run_id, profile)
                 ids.append(run_id)
             con.execute("COMMIT")
         except BaseException:

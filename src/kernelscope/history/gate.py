@@ -5,7 +5,8 @@ runs the key is flagged only when that change exceeds ``--fail-above`` *and* a o
 test (new greater than base) gives p < ``ALPHA``; the reported interval is a percentile bootstrap (95 %)
 of the change of medians. When the run counts cannot reach ``ALPHA`` at all (one run on a side, or two
 and two) the gate says so and falls back to the threshold alone. As in ``diff``, a key whose growth is
-below ``--noise-floor`` percent of the base total never fails.
+below ``--noise-floor`` percent of the base total never fails. Keys are compared by series
+(``history.series``): a line that moved between the sides is one key, named as in the new runs.
 """
 
 from __future__ import annotations
@@ -35,10 +36,13 @@ class KeyChange:
     high_pct: float | None
     p_value: float | None  # None when the test cannot reach ALPHA with these run counts
     flagged: bool
+    base_key: str | None = None  # the key's name in the base runs, where it differs (a line that moved)
 
     def to_json(self) -> dict[str, Any]:
+        moved = {} if self.base_key is None else {"base_key": self.base_key}
         return {
             "key": self.key,
+            **moved,
             "base": self.base,
             "new": self.new,
             "change_pct": _finite(self.change_pct),
@@ -130,14 +134,17 @@ def gate(
             f"{nb} base and {nn} new runs cannot reach alpha {ALPHA:g} (smallest p {smallest_p(nb, nn):.3f}): "
             f"threshold only (change > {fail_above_pct:g}%)"
         )
-    keys = list(dict.fromkeys([*base.keys, *new.keys]))
-    bi = {k: i for i, k in enumerate(base.keys)}
-    ni = {k: i for i, k in enumerate(new.keys)}
+    # keys are matched by series: a line that moved between the sides is one key, named as in the new runs
+    b_ids, n_ids = base.series or base.keys, new.series or new.keys
+    bi = {s: i for i, s in enumerate(b_ids)}
+    ni = {s: i for i, s in enumerate(n_ids)}
     floor = float(np.median(base.totals)) * noise_floor_pct / 100.0 if nb else 0.0
     changes: list[KeyChange] = []
-    for key in keys:
-        b = base.values[bi[key]] if key in bi else np.zeros(nb)
-        n = new.values[ni[key]] if key in ni else np.zeros(nn)
+    for s in dict.fromkeys([*b_ids, *n_ids]):
+        key = new.keys[ni[s]] if s in ni else base.keys[bi[s]]
+        base_key = base.keys[bi[s]] if s in bi and s in ni and base.keys[bi[s]] != key else None
+        b = base.values[bi[s]] if s in bi else np.zeros(nb)
+        n = new.values[ni[s]] if s in ni else np.zeros(nn)
         mb, mn = float(np.median(b)), float(np.median(n))
         change = float(pct_change(mb, mn))
         lo = hi = p = None
@@ -151,7 +158,7 @@ def gate(
                 p = float(mannwhitneyu(n, b, alternative="greater", method="auto").pvalue)
         big = change > fail_above_pct and (mn - mb) > floor
         flagged = big and (p is not None and p < ALPHA) if tested else big
-        changes.append(KeyChange(key, mb, mn, change, lo, hi, p, bool(flagged)))
+        changes.append(KeyChange(key, mb, mn, change, lo, hi, p, bool(flagged), base_key))
     changes.sort(key=lambda c: (-(c.new - c.base), c.key is None, c.key or ""))
     return GateResult(
         base.by, base.metric, base_sel, new_sel, fail_above_pct, noise_floor_pct, floor, tested, method, tuple(changes)

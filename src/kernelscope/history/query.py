@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -137,7 +137,11 @@ def _found(ref: str, how: str, hit: list[Run]) -> Selection:
 
 @dataclass(frozen=True)
 class Matrix:
-    """One metric of one grouping: ``values[k, j]`` is key ``keys[k]`` in run ``run_ids[j]`` (0 where absent)."""
+    """One metric of one grouping: ``values[k, j]`` is series ``series[k]`` in run ``run_ids[j]`` (0 where absent).
+
+    A series is one key followed over the runs (``history.series``): ``keys[k]`` is its name in the newest of
+    these runs that has it, ``was[k]`` its other names in these runs, oldest first (a line that moved).
+    """
 
     by: str
     metric: str
@@ -145,24 +149,62 @@ class Matrix:
     keys: tuple[str | None, ...]
     values: np.ndarray
     totals: np.ndarray  # per run: the sum over every key, the null key included
+    series: tuple[str | None, ...] = ()
+    was: tuple[tuple[str, ...], ...] = ()
+    cells: dict[tuple[int, int], str | None] = field(default_factory=dict)  # (k, j) → the key in run j
+
+    def name_in(self, k: int, j: int) -> str | None:
+        """Series ``k``'s key in run ``run_ids[j]`` (None where absent)."""
+        return self.cells.get((k, j))
+
+    def moved_from(self, k: int) -> str | None:
+        """The series' previous name in these runs, where it had one."""
+        return self.was[k][-1] if self.was and self.was[k] else None
 
 
 def matrix(con: Any, run_ids: list[int], by: str, metric: str) -> Matrix:
     if metric not in METRICS:
         raise UsageError(f"unknown metric {metric!r}")
     rows = con.execute(
-        f'SELECT run_id, key, {metric} FROM rows WHERE "by" = ? AND run_id IN (SELECT unnest(?::BIGINT[])) '
-        "ORDER BY run_id, key NULLS FIRST",
+        f'SELECT run_id, series, key, {metric} FROM rows WHERE "by" = ? AND run_id IN (SELECT unnest(?::BIGINT[])) ',
         [by, run_ids],
     ).fetchall()
     col = {r: j for j, r in enumerate(run_ids)}
+    rows.sort(key=lambda r: (col[int(r[0])], r[1] is not None, r[1] or "", r[2] or ""))  # oldest run first
     index: dict[str | None, int] = {}
-    for _, key, _ in rows:
-        index.setdefault(key, len(index))
+    names: list[list[str | None]] = []
+    last: list[int] = []  # per series: the newest run (column) that has it
+    cells: dict[tuple[int, int], str | None] = {}
+    for run_id, series, key, _ in rows:
+        s = series if series is not None else key
+        k = index.setdefault(s, len(index))
+        if k == len(names):
+            names.append([])
+            last.append(0)
+        last[k] = col[int(run_id)]
+        if key not in names[k]:
+            names[k].append(key)
+        else:  # newest last
+            names[k].remove(key)
+            names[k].append(key)
+        cells[(k, col[int(run_id)])] = key
     values = np.zeros((len(index), len(run_ids)), dtype=np.float64)
-    for run_id, key, value in rows:
-        values[index[key], col[int(run_id)]] += float(value)
-    return Matrix(by, metric, tuple(run_ids), tuple(index), values, values.sum(axis=0))
+    for run_id, series, key, value in rows:
+        values[index[series if series is not None else key], col[int(run_id)]] += float(value)
+    keys = _unique([n[-1] for n in names], last, run_ids)
+    was = tuple(tuple(str(x) for x in n[:-1] if x is not None) for n in names)
+    return Matrix(by, metric, tuple(run_ids), tuple(keys), values, values.sum(axis=0), tuple(index), was, cells)
+
+
+def _unique(names: list[str | None], last: list[int], run_ids: list[int]) -> list[str | None]:
+    """Names as they are, except where two series share one (a line moved away and another took its place):
+    the series seen last keeps it, the others are ``NAME (until run N)``."""
+    newest: dict[str | None, int] = {}
+    for n, j in zip(names, last, strict=True):
+        newest[n] = max(newest.get(n, -1), j)
+    return [
+        n if n is None or newest[n] == j else f"{n} (until run {run_ids[j]})" for n, j in zip(names, last, strict=True)
+    ]
 
 
 __all__ = ["METRIC_ALIASES", "Matrix", "Run", "Selection", "check_by", "matrix", "metric_name", "runs", "select"]

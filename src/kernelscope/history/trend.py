@@ -18,10 +18,13 @@ class Trend:
     after: float  # median over the newer half
     change_pct: float
     series: tuple[float, ...]  # oldest first
+    was: tuple[str, ...] = ()  # the key's older names in these runs (a line that moved), oldest first
 
     def to_json(self) -> dict[str, Any]:
+        moved = {"was": list(self.was)} if self.was else {}
         return {
             "key": self.key,
+            **moved,
             "before": self.before,
             "after": self.after,
             "change": self.after - self.before,
@@ -39,27 +42,36 @@ def trends(m: Matrix) -> list[Trend]:
         row = m.values[k]
         before = float(np.median(row[: max(half, 1)])) if n else 0.0
         after = float(np.median(row[half:])) if n else 0.0
-        out.append(Trend(key, before, after, float(pct_change(before, after)), tuple(float(v) for v in row)))
+        was = m.was[k] if m.was else ()
+        out.append(Trend(key, before, after, float(pct_change(before, after)), tuple(float(v) for v in row), was))
     out.sort(key=lambda t: (-abs(t.after - t.before), t.key is None, t.key or ""))
     return out
 
 
-def find_key(keys: list[str | None] | tuple[str | None, ...], wanted: str) -> str:
-    """``wanted`` itself, else the one key that ends with it, else the one that contains it."""
-    named = [k for k in keys if k is not None]
-    if wanted in named:
-        return wanted
+def find_key(m: Matrix, wanted: str) -> int:
+    """The series named ``wanted`` (its newest name, else an older one), else the one whose name ends with it,
+    else the one whose name contains it; its index in ``m``."""
+    from ..errors import UsageError
+
+    exact = [k for k, key in enumerate(m.keys) if key == wanted]
+    if exact:
+        return exact[0]
+    older = sorted({k for k, names in enumerate(m.was) if wanted in names})
+    if len(older) == 1:
+        return older[0]
     for pick in (lambda k: k.endswith(wanted), lambda k: wanted in k):
-        hit = sorted({k for k in named if pick(k)})
+        hit = sorted(
+            {k for k, key in enumerate(m.keys) if key is not None and pick(key)}, key=lambda k: m.keys[k] or ""
+        )
         if len(hit) == 1:
             return hit[0]
         if len(hit) > 1:
-            from ..errors import UsageError
-
-            shown = ", ".join(hit[:5]) + (" ..." if len(hit) > 5 else "")
+            names = [m.keys[k] or "" for k in hit]
+            shown = ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
             raise UsageError(f"{wanted!r} matches {len(hit)} keys ({shown}); give more of it")
-    from ..errors import UsageError
-
+    if len(older) > 1:
+        shown = ", ".join(m.keys[k] or "" for k in older[:5])
+        raise UsageError(f"{wanted!r} was the name of {len(older)} keys ({shown}); give the newest name")
     raise UsageError(
         f"no key {wanted!r} in the history for this grouping (kernelscope history trend --by ... lists keys)"
     )

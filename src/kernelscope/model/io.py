@@ -109,6 +109,17 @@ def load(path: str | os.PathLike[str]) -> Profile:
         raise BadInputError(f"{name}: corrupt kernelscope profile ({exc.__class__.__name__}: {exc})") from None
 
 
+def from_bytes(data: bytes, name: str = "<bytes>") -> Profile:
+    """The profile ``to_bytes`` wrote; ``name`` names it in errors."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            return _read(zf, name)
+    except BadInputError:
+        raise
+    except (zipfile.BadZipFile, KeyError, ValueError, TypeError, EOFError, zlib.error, json.JSONDecodeError) as exc:
+        raise BadInputError(f"{name}: corrupt kernelscope profile ({exc.__class__.__name__}: {exc})") from None
+
+
 def _read(zf: zipfile.ZipFile, name: str) -> Profile:
     header = json.loads(zf.read("header.json"))
     if not isinstance(header, dict) or header.get("format") != FORMAT:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ..history.query import Run
 from ..history.trend import Trend
-from .history_text import NULL_KEY, fmt, fmt_pct, label, when
+from .history_text import fmt, fmt_pct, label, moved, when
 
 WIDTH, HEIGHT, PAD = 360, 90, 6
 
@@ -50,7 +50,7 @@ def render_trend_page(title: str, by: str, metric: str, runs: Sequence[Run], row
         f"(oldest first); change: median of the newer half of the runs vs the older half</p>",
     ]
     for t in rows:
-        name = t.key if t.key is not None else NULL_KEY
+        name = moved(t.key, t.was)
         parts.append(
             '<div class="key">'
             f'<div class="name">{html.escape(name)}</div>'

@@ -75,14 +75,37 @@ def render_runs(console: Console, runs: Sequence[Run]) -> None:
     console.print(t)
 
 
-def render_series(console: Console, key: str, metric: str, runs: Sequence[Run], values: Sequence[float]) -> None:
-    console.print(Text(f"{key}  {label(metric)}  {sparkline(values)}"))
+def moved(key: str | None, was: Sequence[str]) -> str:
+    """A key's name, with the names it had before in these runs: ``prog.py:36 (moved from prog.py:33)``."""
+    name = key if key is not None else NULL_KEY
+    return f"{name} (moved from {', '.join(was)})" if was else name
+
+
+def render_series(
+    console: Console,
+    key: str,
+    metric: str,
+    runs: Sequence[Run],
+    values: Sequence[float],
+    was: Sequence[str] = (),
+    names: Sequence[str | None] = (),
+) -> None:
+    """``names``: the key in each run; shown as a column when it moved (``was``)."""
+    console.print(Text(f"{moved(key, was)}  {label(metric)}  {sparkline(values)}"))
     t = Table()
-    for col in ("run", "started (UTC)", "commit", "branch", "labels", label(metric)):
+    cols = ["run", "started (UTC)", "commit", "branch", "labels", *(["key"] if was else []), label(metric)]
+    for col in cols:
         t.add_column(col, overflow="fold", justify="right" if col == label(metric) else "left")
-    for r, v in zip(runs, values, strict=True):
+    for j, (r, v) in enumerate(zip(runs, values, strict=True)):
+        where = [Text(names[j] or "-")] if was else []
         t.add_row(
-            str(r.id), when(r.started), (r.git_commit or "-")[:12], r.branch or "-", Text(_labels(r)), fmt(v, metric)
+            str(r.id),
+            when(r.started),
+            (r.git_commit or "-")[:12],
+            r.branch or "-",
+            Text(_labels(r)),
+            *where,
+            fmt(v, metric),
         )
     console.print(t)
 
@@ -93,7 +116,7 @@ def render_trends(console: Console, by: str, metric: str, n_runs: int, rows: Seq
         t.add_column(col, overflow="fold", justify="left" if col in (by, "runs") else "right")
     for tr in rows:
         t.add_row(
-            Text(tr.key if tr.key is not None else NULL_KEY),
+            Text(moved(tr.key, tr.was)),
             fmt(tr.before, metric),
             fmt(tr.after, metric),
             fmt_pct(tr.change_pct),
@@ -118,7 +141,7 @@ def render_gate(console: Console, g: GateResult, limit: int) -> None:
         interval = "-" if c.low_pct is None else f"[{fmt_pct(c.low_pct)}, {fmt_pct(c.high_pct)}]"
         t.add_row(
             "REGRESSION" if c.flagged else "",
-            Text(c.key if c.key is not None else NULL_KEY),
+            Text(moved(c.key, [c.base_key] if c.base_key else [])),
             fmt(c.base, g.metric),
             fmt(c.new, g.metric),
             fmt_pct(c.change_pct),
@@ -134,4 +157,4 @@ def render_gate(console: Console, g: GateResult, limit: int) -> None:
         console.print(Text(f"no regression above {g.fail_above_pct:g}%"))
 
 
-__all__ = ["NULL_KEY", "render_gate", "render_runs", "render_series", "render_trends", "sparkline"]
+__all__ = ["NULL_KEY", "moved", "render_gate", "render_runs", "render_series", "render_trends", "sparkline"]
