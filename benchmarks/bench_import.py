@@ -1,5 +1,8 @@
 """Import speed and peak memory: kernelscope vs a plain ``json.loads`` vs HTA's ``TraceAnalysis`` loader.
 
+The decode floor is measured too: ``gunzip`` (decompress the file, keep nothing) and ``msgspec`` (read it
+all, ``msgspec.json.decode``: the fastest whole-document decode in this environment).
+
 Every measurement runs in a fresh subprocess that reports its own wall time for the load and its
 peak RSS (``ru_maxrss``) plus the RSS it had before loading (interpreter + imports). The same files
 are given to every tool: the real trace as it is (``.json.gz``) and synthetic traces made by
@@ -70,6 +73,26 @@ def child(tool: str, path: str) -> None:
         opener: Any = gzip.open if path.endswith(".gz") else open
         with opener(path, "rb") as fh:
             doc = json.loads(fh.read())
+        seconds = time.perf_counter() - t0
+        extra = {"events": len(doc["traceEvents"])}
+    elif tool == "gunzip":  # the floor's first half: the bytes, nothing decoded
+        before = _rss_mb()
+        t0, cpu0 = time.perf_counter(), _cpu_s()
+        opener = gzip.open if path.endswith(".gz") else open
+        size = 0
+        with opener(path, "rb") as fh:
+            while chunk := fh.read(1 << 22):
+                size += len(chunk)
+        seconds = time.perf_counter() - t0
+        extra = {"bytes": size}
+    elif tool == "msgspec":  # the fastest whole-document decode here: read all, msgspec.json.decode
+        import msgspec
+
+        before = _rss_mb()
+        t0, cpu0 = time.perf_counter(), _cpu_s()
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rb") as fh:
+            doc = msgspec.json.decode(fh.read())
         seconds = time.perf_counter() - t0
         extra = {"events": len(doc["traceEvents"])}
     elif tool == "hta":
@@ -172,7 +195,9 @@ def main() -> None:
     ap.add_argument("--scales", default="1,10,32", help="replication factors (1 = the real file as is)")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/kernelscope-bench"))
     ap.add_argument("--hta-python", default="", help="python with HolisticTraceAnalysis installed ('' = skip HTA)")
-    ap.add_argument("--tools", default="kernelscope,json,hta", help="which loaders to measure")
+    ap.add_argument(
+        "--tools", default="kernelscope,json,gunzip,msgspec,hta", help="which loaders to measure (gunzip: bytes only)"
+    )
     ap.add_argument("--timeout", type=int, default=1800)
     ap.add_argument("--json-out", type=Path, help="also write the results as JSON")
     ap.add_argument("--repeats", type=int, default=1, help="measure every tool this many times, round-robin")
@@ -200,7 +225,7 @@ def main() -> None:
                 subprocess.run([sys.executable, "-c", code, here, str(args.trace), str(scale), str(path)], check=True)
         size_mb = _json_bytes(path) / 2**20
         wanted = set(args.tools.split(","))
-        tools = [("kernelscope", sys.executable), ("json", sys.executable)]
+        tools = [(t, sys.executable) for t in ("kernelscope", "json", "gunzip", "msgspec")]
         if args.hta_python:
             tools.append(("hta", args.hta_python))
         for repeat in range(args.repeats):  # round-robin: every tool once per repeat
@@ -252,7 +277,7 @@ def _ratios(rows: list[dict[str, Any]]) -> None:
     for (file, tool), (secs, cpu, rss) in med.items():
         if tool != "kernelscope":
             continue
-        for other in ("hta", "json"):
+        for other in ("hta", "json", "msgspec", "gunzip"):
             if (file, other) in med:
                 o_secs, o_cpu, o_rss = med[(file, other)]
                 print(

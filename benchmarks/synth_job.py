@@ -11,7 +11,8 @@ Every rank is a copy of the trace with its own time shifts, as if the ranks had 
 * **the slow collective** (``--slow-collective K --late-rank L``): rank L arrives ``--late-ms`` late at
   collective K (a host hiccup before it), so that collective's skew is far above the others.
 
-Each rank's ``distributedInfo.rank`` is set; the truth is written to ``OUT.planted.json`` (beside the folder, not in it).
+Each rank's ``distributedInfo.rank`` is set, at the head of the file where HTA looks for it; the truth is
+written to ``OUT.planted.json`` (beside the folder, not in it).
 Clocks are shared (no per-rank clock offset): the skews are the planted ones.
 
     python benchmarks/synth_job.py --ranks 256 --out /tmp/job256
@@ -138,6 +139,7 @@ def synthesise(
     in_s = cum_before(ts) - cum_before(seg_start[seg_s])
     in_e = cum_before(end) - cum_before(seg_start[seg_e])
     enc = msgspec.json.Encoder()
+    info = dict(doc.pop("distributedInfo", None) or {})
     for r in range(ranks):
         # one non-decreasing time map per rank, applied to starts and ends alike: nesting is kept
         f_s = shift_after[seg_s] + jitter[r, seg_s]
@@ -156,12 +158,13 @@ def synthesise(
             e["ts"] = round(float(new_ts[i]), 3)
             if "dur" in e:
                 e["dur"] = round(float(new_dur[i]), 3)
-        info = dict(doc.get("distributedInfo") or {})
         info.update({"rank": r, "world_size": ranks})
-        doc.pop("distributedInfo", None)
-        doc = {"distributedInfo": info, **doc}  # first: HTA reads the rank from the head of the file
+        body = enc.encode(doc)
         with gzip.open(os.path.join(out, f"rank-{r}.json.gz"), "wb", compresslevel=1) as fh:
-            fh.write(enc.encode(doc))
+            # first, on a line of its own, with a space after the colons: HTA finds a file's rank with the
+            # regex '"rank":\s+(\d+)' over the file's first lines, and reads every other file as rank 0
+            fh.write(b'{"distributedInfo": ' + json.dumps(info).encode() + (b",\n" if len(body) > 2 else b"\n"))
+            fh.write(body[1:])
     truth = {
         "base": os.path.abspath(trace),
         "ranks": ranks,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from ..errors import UsageError
-from ..inputs import open_profile
+from ..inputs import is_store, open_profile
+from ..model import Profile
 from ..render.json_view import dump
 from ..render.report import write_report
 
@@ -15,12 +16,16 @@ class ReportCommand:
     help = "Write a self-contained HTML report (flame graph, tables, bottom-up, source, findings)."
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("input", metavar="PROFILE|TRACE", help="a .ksprof profile or a trace kernelscope imports")
+        parser.add_argument(
+            "input",
+            metavar="PROFILE|TRACE|STORE",
+            help="a .ksprof profile, a trace kernelscope imports, or a job store (adds the Ranks view)",
+        )
         parser.add_argument("-o", "--output", required=True, metavar="REPORT.html", help="the HTML file to write")
         parser.add_argument("--json", action="store_true", help="print the documented JSON (schema 1), not a line")
 
     def run(self, args: argparse.Namespace) -> int:
-        profile = open_profile(args.input)
+        profile = _open(args.input)
         try:
             write_report(profile, args.output)
         except OSError as exc:  # missing folder, no permission, disk full: the output, not a bug
@@ -30,6 +35,24 @@ class ReportCommand:
         else:
             print(f"wrote {args.output}")
         return 0
+
+
+def _open(path: str) -> Profile:
+    """The profile to report; for a store, its merged profile with the store's own cross-rank analysis."""
+    if not is_store(path):
+        return open_profile(path)
+    from ..store.read import open_store
+
+    store = open_store(path)
+    profile = store.merged()
+    try:
+        from ..analysis.advisor.ranks import use_job_report
+        from ..store.ranks import analyze_store
+
+        use_job_report(profile, analyze_store(store))
+    except ImportError:  # no duckdb: the report is written without the Ranks view (as for any merged profile)
+        pass
+    return profile
 
 
 COMMAND = ReportCommand()

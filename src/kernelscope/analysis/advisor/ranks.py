@@ -7,15 +7,23 @@ profile — ``kernelscope import --store`` writes one, so does ``import`` of sev
 from __future__ import annotations
 
 import weakref
+from typing import TYPE_CHECKING
 
 from ...model import Profile
 from . import WITH_TIMELINE, Finding, Severity, Threshold, Thresholds, rule
 from ._evidence import ms, split_line
 
-_CACHE: weakref.WeakKeyDictionary[Profile, object] = weakref.WeakKeyDictionary()
+if TYPE_CHECKING:
+    from ...store.ranks import RanksReport
+
+_CACHE: weakref.WeakKeyDictionary[Profile, RanksReport | None] = weakref.WeakKeyDictionary()
 
 
-def _report(profile: Profile):  # type: ignore[no-untyped-def]
+def job_report(profile: Profile) -> RanksReport | None:
+    """The cross-rank analysis of a merged profile (None for one rank, or without the store extra); cached.
+
+    The rules below and the report's Ranks view read the same one.
+    """
     if (profile.metadata.get("source") or {}).get("format") != "merged":
         return None
     if profile not in _CACHE:
@@ -28,6 +36,11 @@ def _report(profile: Profile):  # type: ignore[no-untyped-def]
     return _CACHE[profile]
 
 
+def use_job_report(profile: Profile, report: RanksReport) -> None:
+    """Use ``report`` for ``profile`` (a store's merged profile: the store's analysis matches by NCCL seq_num)."""
+    _CACHE[profile] = report
+
+
 @rule(
     "straggler",
     "one rank arrives last at most collectives: the others wait for it",
@@ -35,7 +48,7 @@ def _report(profile: Profile):  # type: ignore[no-untyped-def]
     applies=WITH_TIMELINE,
 )
 def straggler(profile: Profile, t: Thresholds) -> list[Finding]:
-    report = _report(profile)
+    report = job_report(profile)
     s = report.straggler if report is not None else None
     if s is None or not s.collectives or 100.0 * s.last_arrivals / s.collectives < t["last_pct"]:
         return []
@@ -72,7 +85,7 @@ def straggler(profile: Profile, t: Thresholds) -> list[Finding]:
     applies=WITH_TIMELINE,
 )
 def collective_skew(profile: Profile, t: Thresholds) -> list[Finding]:
-    report = _report(profile)
+    report = job_report(profile)
     if report is None or not report.top_skew:
         return []
     skews = sorted(c.skew_ns for c in report.top_skew)
@@ -111,7 +124,7 @@ def collective_skew(profile: Profile, t: Thresholds) -> list[Finding]:
     applies=WITH_TIMELINE,
 )
 def rank_imbalance(profile: Profile, t: Thresholds) -> list[Finding]:
-    report = _report(profile)
+    report = job_report(profile)
     if report is None:
         return []
     out: list[Finding] = []

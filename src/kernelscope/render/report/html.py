@@ -17,7 +17,7 @@ from importlib import resources
 from typing import Any
 
 COMPRESS_ABOVE = 512 * 1024
-_ASSETS = ("report.css", "icicle.js", "views.js", "lanes.js", "app.js")
+_ASSETS = ("report.css", "icicle.js", "views.js", "lanes.js", "ranks.js", "app.js")
 _JSON_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
 
 

@@ -91,6 +91,34 @@ def run_advisor(profile: Profile) -> Findings:
         return Findings((), f"{type(exc).__name__}: {exc}")
 
 
+def ranks_payload(profile: Profile) -> tuple[dict[str, Any] | None, str | None]:
+    """The Ranks view's data: the cross-rank analysis of a merged job (``kernelscope ranks --json``), or None.
+
+    The analysis is the advisor's (computed once per profile); for a store, ``kernelscope report`` gives
+    the store's own (matched by NCCL seq_num). A failure costs the view, never the report.
+    """
+    try:
+        from ...analysis.advisor.ranks import job_report
+
+        report = job_report(profile)
+    except Exception as exc:  # a failing analysis must not cost the user the whole report
+        return None, f"{type(exc).__name__}: {exc}"
+    if report is None:
+        return None, None
+    return _finite(report.to_json()), None
+
+
+def _finite(value: Any) -> Any:
+    """JSON the page can embed: NaN/inf (an empty median) as 0, everything else unchanged."""
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if isinstance(value, float):
+        return _number(value)
+    return value
+
+
 def header(profile: Profile) -> dict[str, Any]:
     """What was run, when, on what, and what "time" means here."""
     meta = profile.metadata
@@ -139,6 +167,7 @@ def build_payload(profile: Profile, *, findings: Findings | None = None, sources
     if findings is None:
         findings = run_advisor(profile)
     metrics = {m: _column(profile.exclusive(m)) for m in profile.metric_names}
+    ranks, ranks_error = ranks_payload(profile)
     cwd = os.getcwd()
     return {
         "schema": SCHEMA,
@@ -152,6 +181,8 @@ def build_payload(profile: Profile, *, findings: Findings | None = None, sources
         "findings_error": findings.error,
         "sources": capture_sources(profile, cwd) if sources else {},
         "timeline": timeline_payload(profile),
+        "ranks": ranks,
+        "ranks_error": ranks_error,
         "metadata": _short(profile.metadata),
     }
 

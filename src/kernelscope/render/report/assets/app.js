@@ -112,6 +112,7 @@ class App {
     this.icicle.onFocus = (node) => { this.setFocus(node); this.select([node], true); };
     this.views = new Views(this);
     this.lanes = data.timeline ? new Lanes(this, data.timeline) : null;
+    this.ranks = data.ranks ? new RanksView(this, data.ranks) : null;
     this.readHash();
     this.buildControls();
     this.rederive();
@@ -148,7 +149,7 @@ class App {
     // a hand-edited or stale URL hash falls back to what this profile has
     if (!options.includes(this.state.metric)) this.state.metric = options[0] || "time_ns";
     if (this.state.group !== "frame" && !(this.state.group in this.data.groups)) this.state.group = "frame";
-    if (!["flame", "bottomup", "sandwich", "timeline", "source", "findings", "info"].includes(this.state.tab) || (this.state.tab === "timeline" && !this.lanes)) this.state.tab = "flame";
+    if (!["flame", "bottomup", "sandwich", "timeline", "ranks", "source", "findings", "info"].includes(this.state.tab) || (this.state.tab === "timeline" && !this.lanes) || (this.state.tab === "ranks" && !this.ranks)) this.state.tab = "flame";
     if (this.state.mode !== "self") this.state.mode = "inc";
     metric.addEventListener("change", () => { this.state.metric = metric.value; this.state.sortCol = null; this.refresh(); });
     byId("ks-mode").addEventListener("change", (e) => { this.state.mode = e.target.value; this.refresh(); });
@@ -174,8 +175,8 @@ class App {
     for (const by of Object.keys(this.data.groups)) group.append(new Option(by, by));
     group.addEventListener("change", () => { this.state.group = group.value; this.state.sortCol = null; this.refresh(); });
     const tabs = byId("ks-tabs");
-    for (const [id, name] of [["flame", "Flame graph"], ["bottomup", "Bottom-up"], ["sandwich", "Sandwich"], ["timeline", "Timeline"], ["source", "Source"], ["findings", "Findings"], ["info", "Run info"]]) {
-      if (id === "timeline" && !this.lanes) continue;
+    for (const [id, name] of [["flame", "Flame graph"], ["bottomup", "Bottom-up"], ["sandwich", "Sandwich"], ["timeline", "Timeline"], ["ranks", "Ranks"], ["source", "Source"], ["findings", "Findings"], ["info", "Run info"]]) {
+      if ((id === "timeline" && !this.lanes) || (id === "ranks" && !this.ranks)) continue;
       const b = document.createElement("button");
       b.type = "button"; b.textContent = name; b.dataset.tab = id; b.setAttribute("role", "tab");
       b.addEventListener("click", () => { this.state.tab = id; this.refresh(); });
@@ -295,6 +296,7 @@ class App {
     else if (this.state.tab === "sandwich") this.views.renderSandwich();
     else if (this.state.tab === "source") this.views.renderSource();
     else if (this.state.tab === "timeline" && this.lanes) this.lanes.render();
+    else if (this.state.tab === "ranks" && this.ranks) this.ranks.render();
     else if (this.state.tab === "findings") this.views.renderFindings();
     else if (this.state.tab === "info") this.views.renderInfo();
     this.writeHash();

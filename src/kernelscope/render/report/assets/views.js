@@ -267,7 +267,7 @@ function renderHeader(data) {
   const facts = byId("ks-facts");
   const time = data.metrics.time_ns ? data.metrics.time_ns.reduce((a, b) => a + b, 0) : null;
   const items = [["command", h.command], ["source", h.source_path && `${h.source_format} ${h.source_path}`], ["started", h.start_time],
-    ["host", h.host], ["devices", h.devices && h.devices.join(", ")], ["rank", h.world_size > 1 ? `${h.rank} of ${h.world_size}` : null],
+    ["host", h.host], ["devices", h.devices && h.devices.join(", ")], ["rank", h.world_size > 1 ? (h.rank != null ? `${h.rank} of ${h.world_size}` : `${h.world_size} ranks`) : null],
     ["total time", time !== null ? fmtValue("time_ns", time) : null], ["wall time (timeline)", h.wall_time_ns != null ? fmtValue("time_ns", h.wall_time_ns) : null],
     ["time", h.time_meaning], ["recorded", h.coverage], ["by", h.tool]];
   for (const [k, v] of items) {
