@@ -11,7 +11,6 @@ from typing import Any
 from ..analysis.diff import NOISE_FLOOR_PCT
 from ..errors import UsageError
 from ..history import BYS, DEFAULT_DB
-from ..render.console import make_console
 from ..render.json_view import dump
 from .validate import non_negative_float, positive_int
 
@@ -80,7 +79,7 @@ def _run_list(args: argparse.Namespace) -> int:
     else:
         from ..render.history_text import render_runs
 
-        render_runs(make_console(), every)
+        render_runs(_console(), every)
     return 0
 
 
@@ -125,7 +124,7 @@ def _run_show(args: argparse.Namespace) -> int:
     else:
         from ..render.history_text import render_series
 
-        render_series(make_console(), key, metric, every, values, was, names)
+        render_series(_console(), key, metric, every, values, was, names)
     return 0
 
 
@@ -164,7 +163,7 @@ def _run_trend(args: argparse.Namespace) -> int:
     else:
         from ..render.history_text import render_trends
 
-        render_trends(make_console(), args.by, metric, len(last), rows)
+        render_trends(_console(), args.by, metric, len(last), rows)
     return 0
 
 
@@ -221,7 +220,7 @@ def _run_gate(args: argparse.Namespace) -> int:
     else:
         from ..render.history_text import render_gate
 
-        render_gate(make_console(), result, args.limit)
+        render_gate(_console(), result, args.limit)
     return 1 if result.flagged else 0
 
 
@@ -304,6 +303,12 @@ class HistoryCommand:
 
 
 # --- kernelscope run --history ---------------------------------------------------------------------
+
+
+def _console() -> Any:
+    from ..render.console import make_console  # (not on `kernelscope run`'s start-up path)
+
+    return make_console()
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:

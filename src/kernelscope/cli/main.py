@@ -82,7 +82,8 @@ OPTIONAL = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    cmds = commands()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cmds = commands(argv[0] if argv else None)
     parser = build_parser(cmds)
     try:
         args = parser.parse_args(argv)

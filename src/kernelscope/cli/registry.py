@@ -22,9 +22,12 @@ _VERBS = (
 )
 
 
-def commands() -> list[Command]:
+def commands(verb: str | None = None) -> list[Command]:
+    """Every verb's command; only ``verb``'s when it names one (``kernelscope run ...`` imports no other
+    verb's module: a profiled program's start-up pays for one)."""
+    wanted = f"{verb}_" if verb == "import" else verb
     out: list[Command] = []
-    for mod_name in _VERBS:
+    for mod_name in (wanted,) if wanted in _VERBS else _VERBS:
         try:
             mod = importlib.import_module(f"{__package__}.{mod_name}")
         except ModuleNotFoundError as exc:

@@ -18,7 +18,6 @@ from ..render.json_view import dump
 from .history import add_run_arguments, record_run
 from .stdout import program_output_to_stderr
 from .validate import non_negative_float, non_negative_int, positive_int
-from .view import show, view_json
 
 
 class RunCommand:
@@ -128,6 +127,8 @@ class RunCommand:
         if coverage is not None:
             print(f"kernelscope: {coverage}", file=sys.stderr)
         if not args.no_view and problem is None and not args.json:
+            from .view import show  # (imported when needed: the program's start-up does not wait for it)
+
             sys.stdout.flush()
             show(profile, _view_args(args))
             sys.stdout.flush()
@@ -162,6 +163,8 @@ def _print_json(profile: Any, args: argparse.Namespace, saved: str, problem: str
     }
     depth = 0
     if not args.no_view and problem is None:
+        from .view import view_json
+
         doc["view"], depth = view_json(profile, _view_args(args))
     dump(doc, depth_hint=depth)
     sys.stdout.flush()

@@ -19,7 +19,6 @@ from ..model import Profile
 from ..model.profile import prune_empty
 from ._process import _quiet_fd, _sigint_deferred
 from .budget import GRACE_SECONDS_DEFAULT, MAX_OVERHEAD_DEFAULT, PROBE_SECONDS, Ledger, OverheadBudget
-from .compile.watch import CompileWatch
 from .continued import Chain, OpenFrames
 from .foreign import ForeignProfiler
 from .heavy_imports import HeavyImportWatch, heavy_imports_done
@@ -151,7 +150,7 @@ class Session:
         self._want_compile = compile_capture
         self._paused = False  # deactivate() from the API
         self._compiling = False  # torch.compile is compiling: not recorded (its events are huge)
-        self._compile_watch: CompileWatch | None = None
+        self._compile_watch: Any = None  # compile.watch.CompileWatch, once Dynamo is loaded
         self._lazy_compile = LazyCompile(self._start_compile_capture)
         self._compile_entry = CompileEntry(self._compile_entered, self._compile_left)
         self.compile_pauses = 0
@@ -195,6 +194,8 @@ class Session:
     def _watch_compiles(self) -> None:
         """Hook Dynamo's compile callbacks once Dynamo is loaded (the program compiles, or imported it)."""
         if self._compile_watch is None and "torch._dynamo" in sys.modules:
+            from .compile.watch import CompileWatch  # (the compile package loads only with Dynamo)
+
             self._compile_watch = CompileWatch(self._compile_started, self._compile_ended)
             self._compile_watch.install()
 
