@@ -48,7 +48,7 @@ class RunCommand:
             default=None,
             metavar="FRACTION",
             help="spend at most FRACTION of the program's own time on recording (everything counts: recording, "
-            "stopping, folding; never less than 0.5 s), sampling whole steps when it would be more; 0 records every op "
+            "stopping, folding; never less than 0.2 s), sampling whole steps when it would be more; 0 records every op "
             "(default: 0.1, or 0 with --steps, --duration or --schedule)",
         )
         parser.add_argument(

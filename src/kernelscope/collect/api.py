@@ -58,7 +58,7 @@ def start(
     window ("all") or not at all ("off"); default: "all" with ``shapes="all"``, "off" with
     ``profile_memory=False``, else "sample".
     ``max_overhead``: spend at most this fraction of the program's own time on recording (everything counts:
-    recording, stopping, folding, starting windows; never less than 0.5 s): past it the run is sampled in whole
+    recording, stopping, folding, starting windows; never less than 0.2 s): past it the run is sampled in whole
     steps. 0: record every op. Default: 0.1, or 0 when
     ``steps``, ``duration`` or ``schedule`` is given. The profile's ``coverage`` metadata says what was
     recorded.

@@ -22,10 +22,10 @@ from typing import Any
 
 # Measured on benchmarks/bench_run.py and bench_budget.py (2-core CPU): see benchmarks/README.md.
 MAX_OVERHEAD_DEFAULT = 0.1
-GRACE_SECONDS_DEFAULT = 0.5  # seconds of kernelscope's cost always allowed
+GRACE_SECONDS_DEFAULT = 0.2  # seconds of kernelscope's cost always allowed
 FIRST_RATE = 14.0  # projected cost per recorded second until a window has been measured (tiny ops, stacks)
-TRUSTED_SECONDS = 0.02  # recorded seconds (a probe window) after which a rate below FIRST_RATE is trusted
-PROBE_SECONDS = 0.02  # the first window turns over at the first safe point after this long: the rate is measured
+TRUSTED_SECONDS = 0.01  # recorded seconds (a probe window) after which a rate below FIRST_RATE is trusted
+PROBE_SECONDS = 0.01  # the first window turns over at the first safe point after this long: the rate is measured
 
 
 @dataclass(frozen=True)
