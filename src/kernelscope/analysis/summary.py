@@ -92,7 +92,8 @@ def coverage_note(md: dict[str, Any]) -> str | None:
     rec = min(float(cov.get("recorded_seconds") or 0.0), program)
     sampled = bool(cov.get("budget_holds"))
     compiling = float(cov.get("compile_seconds") or 0.0)  # torch.compile compiling: never recorded
-    if not sampled and (program <= 0 or rec >= COMPLETE_SHARE * (program - compiling)):
+    importing = float(cov.get("import_seconds") or 0.0)  # importing torch's compiler: never recorded
+    if not sampled and (program <= 0 or rec >= COMPLETE_SHARE * (program - compiling - importing)):
         return None
     steps = int(cov.get("steps") or 0)
     of_steps = f", {int(cov.get('recorded_steps') or 0)} of {steps} steps" if steps else ""
@@ -106,8 +107,11 @@ def coverage_note(md: dict[str, Any]) -> str | None:
         )
     else:
         why = str(cov.get("missed") or "recording could not resume where the program was")
-    compiled = f" ({compiling:.1f} s importing or running torch.compile, not recorded)" if compiling >= 0.05 else ""
-    return f"recorded {rec:.1f} of {program:.1f} s{share}{compiled}: {why}; kernelscope's own cost {cost:.1f} s"
+    left = [f"{compiling:.1f} s compiling with torch.compile"] if compiling >= 0.05 else []
+    if importing >= 0.05:  # (torch.optim loads torch._dynamo on a first step: a program need not compile)
+        left.append(f"{importing:.1f} s importing torch's compiler (torch._dynamo)")
+    unrecorded = f" ({' and '.join(left)}, not recorded)" if left else ""
+    return f"recorded {rec:.1f} of {program:.1f} s{share}{unrecorded}: {why}; kernelscope's own cost {cost:.1f} s"
 
 
 # A live run that recorded at least this share of the program's time says nothing about coverage.

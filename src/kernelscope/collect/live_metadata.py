@@ -55,6 +55,7 @@ def _coverage(s: Session) -> dict[str, Any]:
     cov = s.budget.coverage(s.recorded_seconds, s.recorded_steps, s.steps, s.recorded_cpu_seconds)
     cov["step_source"] = s.step_source.source
     cov["compile_seconds"] = s.compile_seconds
+    cov["import_seconds"] = s.import_seconds
     if s.deferred:
         cov["missed"] = (
             f"recording waited {s.deferred} time(s) for torch code that held the profiler's state (an optimizer "

@@ -162,6 +162,7 @@ class Session:
         self._at_step = False  # inside _count_step: a step boundary
         self.compile_seconds = 0.0  # spent in Dynamo's compilation (not recorded, by design)
         self._compile_entry_at = 0.0
+        self.import_seconds = 0.0  # spent importing torch._dynamo / torch._inductor (not recorded: heavy_imports.py)
         self._import_since: float | None = None  # stopped for an import of torch.compile's machinery since
         self._uncollected = 0  # events folded since the last garbage collection
         self._compile_since: int | None = None  # torch.compile compiling inside the open window since (ns)
@@ -308,7 +309,7 @@ class Session:
             with _sigint_deferred():
                 self._close_window()
             if self._prof is None:
-                self._import_since = time.perf_counter()  # counted with compiling, up to the next window
+                self._import_since = time.perf_counter()  # up to the next window
                 self._reopen_soon()
 
     def _foreign_starting(self) -> None:
@@ -407,7 +408,7 @@ class Session:
         """A point between ops (module call, torch call, step, optimizer step): open, close or turn over a
         window."""
         if self._import_since is not None and heavy_imports_done():
-            self.compile_seconds += time.perf_counter() - self._import_since
+            self.import_seconds += time.perf_counter() - self._import_since
             self._import_since = None
         if self._busy or self._finalized or (self._armed and self._prof is None):
             return
