@@ -144,10 +144,10 @@ def test_time_not_recorded_is_named_for_what_it_was() -> None:
     # first step, in programs that never compile) are left out and said apart: one is not the other
     both = {**COVERAGE, "budget_holds": 0, "recorded_seconds": 20.0, "compile_seconds": 6.0, "import_seconds": 0.8}
     note = coverage_note({"coverage": both})
-    assert note is not None and "(6.0 s compiling with torch.compile and 0.8 s importing torch's compiler" in note
+    assert note is not None and "(6.0 s compiling with torch.compile and 0.80 s importing torch's compiler" in note
     only_import = {**COVERAGE, "import_seconds": 0.8}
     note = coverage_note({"coverage": only_import})
-    assert note is not None and "(0.8 s importing torch's compiler (torch._dynamo), not recorded)" in note
+    assert note is not None and "(0.80 s importing torch's compiler (torch._dynamo), not recorded)" in note
     assert "compiling" not in note
     # what was left out does not count against coverage
     assert coverage_note({"coverage": {**both, "recorded_seconds": 30.5}}) is None

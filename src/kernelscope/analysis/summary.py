@@ -107,11 +107,18 @@ def coverage_note(md: dict[str, Any]) -> str | None:
         )
     else:
         why = str(cov.get("missed") or "recording could not resume where the program was")
-    left = [f"{compiling:.1f} s compiling with torch.compile"] if compiling >= 0.05 else []
+    left = [f"{_secs(compiling)} s compiling with torch.compile"] if compiling >= 0.05 else []
     if importing >= 0.05:  # (torch.optim loads torch._dynamo on a first step: a program need not compile)
-        left.append(f"{importing:.1f} s importing torch's compiler (torch._dynamo)")
+        left.append(f"{_secs(importing)} s importing torch's compiler (torch._dynamo)")
     unrecorded = f" ({' and '.join(left)}, not recorded)" if left else ""
-    return f"recorded {rec:.1f} of {program:.1f} s{share}{unrecorded}: {why}; kernelscope's own cost {cost:.1f} s"
+    return (
+        f"recorded {_secs(rec)} of {_secs(program)} s{share}{unrecorded}: {why}; kernelscope's own cost {_secs(cost)} s"
+    )
+
+
+def _secs(seconds: float) -> str:
+    """Seconds to two decimals below one second (a short run's 0.03 s is not "0.0"), else to one."""
+    return f"{seconds:.2f}" if seconds < 0.995 else f"{seconds:.1f}"
 
 
 # A live run that recorded at least this share of the program's time says nothing about coverage.

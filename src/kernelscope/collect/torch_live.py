@@ -141,6 +141,10 @@ class Session:
         self._prof: Any = None
         self._thread_starts = ThreadStarts(self._thread_starting)
         self._thread_cut = False  # the program started a thread while allocations were sampled (threads.py)
+        # allocations are sampled over windows that follow each other without a gap: a window opened after
+        # unrecorded time would see frees of blocks it never saw allocated (torch prints a warning for them)
+        self._memory_gap = False
+        self._closed_at: float | None = None
         self._ran_on = OpenFrames()  # frames running on from one window into the next (one call each)
         self._chain: Chain = ()  # the stack when the open window opened (continued.py)
         self._device_run = False
@@ -470,7 +474,11 @@ class Session:
         t0 = time.perf_counter()
         sample = not self._shapes_sampled
         self._window_shapes = self.shapes == "all" or (self.shapes == "sample" and sample)
-        self._window_memory = self.memory == "all" or (self.memory == "sample" and sample and not self._thread_cut)
+        if self._closed_at is not None and t0 - self._closed_at > GAP_SECONDS:
+            self._memory_gap = True
+        self._window_memory = self.memory == "all" or (
+            self.memory == "sample" and sample and not self._thread_cut and not self._memory_gap
+        )
         self._chain = self._ran_on.at_open()
         with _quiet_fd(2):
             prof = profile(
@@ -537,6 +545,7 @@ class Session:
         self.fold_time += end - t0
         self.budget.window_closed(window=window, events=events, stop_and_fold=folded - start)
         self.budget.charge(end - folded)  # a fixed cost per window, not a rate
+        self._closed_at = time.perf_counter()
 
     @property
     def _window_sample(self) -> bool:
@@ -612,6 +621,9 @@ class Session:
         self.events += events
         self._device_run = self.folder.device_run
         return events
+
+
+GAP_SECONDS = 0.005  # a window that opens later than this after the last one closed follows unrecorded time
 
 
 def _program_running(frame: FrameType | None) -> bool:
