@@ -68,7 +68,19 @@ def normalised(profile: Profile) -> dict[str, float]:
 @pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
 def test_live_run_and_its_own_trace_give_the_same_tree(tmp_path: Path, compiled: bool) -> None:
     flag = ["--compile"] if compiled else []
-    r = ks("run", "--skip-first", "1", "--no-view", "-o", "live.ksprof", str(SCRIPT), *flag, cwd=tmp_path)
+    r = ks(
+        "run",
+        "--skip-first",
+        "1",
+        "--max-overhead",
+        "0",
+        "--no-view",
+        "-o",
+        "live.ksprof",
+        str(SCRIPT),
+        *flag,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     live = load(str(tmp_path / "live.ksprof"))
     subprocess.run(

@@ -214,6 +214,8 @@ def test_compiled_kernels_land_on_user_lines_with_exact_parts(tmp_path: Path) ->
         "run",
         "--skip-first",
         "2",
+        "--max-overhead",
+        "0",
         "-o",
         "c.ksprof",
         "--no-view",

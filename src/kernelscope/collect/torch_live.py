@@ -14,7 +14,6 @@ from collections import defaultdict, deque
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from ..attribute.shapes import MEMORY_METRICS, SHAPE_METRICS, extrapolate_sampled, snapshot
 from ..model import Profile
 from ..model.profile import prune_empty
 from ._process import _quiet_fd, _sigint_deferred
@@ -28,6 +27,7 @@ from .modules import ModuleRegistry
 from .notes import session_notes, start_compile_capture
 from .plan import Plan
 from .safepoint import StackSafety, in_backward
+from .sampling import Sampling
 from .steps import StepDetector
 from .threads import ThreadStarts
 from .torch_fold import WindowFolder
@@ -95,15 +95,10 @@ class Session:
             raise ValueError(f"memory must be one of {', '.join(MEMORY_MODES)}, not {memory!r}")
         self.shapes = shapes
         self.memory = memory
-        self.shape_seconds = shape_seconds
-        self._shapes_sampled = False  # the sampling window (shapes, allocations) is over
-        self._window_shapes = False
-        self._window_memory = False
+        self.sampling = Sampling(shapes, memory, shape_seconds)  # shapes and allocations, sampled (sampling.py)
         self._window_start = 0.0
         self._window_cpu = (0.0, 0)  # the recording thread's CPU time when the window opened, and that thread
         self._window_calls = 0
-        self._shaped: dict[str, dict[int, float]] = {}  # count and shape metrics when shape sampling ended
-        self._mem_shaped: dict[str, dict[int, float]] = {}  # count and allocations when allocation sampling ended
         self.profile_memory = memory != "off"
         self.plan = plan if plan is not None else Plan(skip_first=skip_first)
         if max_overhead is None:  # an explicit plan records what it asks for
@@ -140,11 +135,6 @@ class Session:
         self.argv = list(argv if argv is not None else sys.argv)
         self._prof: Any = None
         self._thread_starts = ThreadStarts(self._thread_starting)
-        self._thread_cut = False  # the program started a thread while allocations were sampled (threads.py)
-        # allocations are sampled over windows that follow each other without a gap: a window opened after
-        # unrecorded time would see frees of blocks it never saw allocated (torch prints a warning for them)
-        self._memory_gap = False
-        self._closed_at: float | None = None
         self._ran_on = OpenFrames()  # frames running on from one window into the next (one call each)
         self._chain: Chain = ()  # the stack when the open window opened (continued.py)
         self._device_run = False
@@ -428,21 +418,19 @@ class Session:
 
     def _thread_starting(self) -> None:
         """The program starts a thread: end the allocation sample, so that its ops are recorded (threads.py)."""
-        if self._shapes_sampled or threading.current_thread() is not threading.main_thread():
+        if threading.current_thread() is not threading.main_thread():
             return
-        self._thread_cut = True
+        turn_over = self.sampling.thread_starting()
         self._thread_starts.remove()
-        if self._prof is not None and self._window_memory:
+        if turn_over and self._prof is not None:
             self._checkpoint()
 
     def _fold_due(self) -> bool:
         elapsed = time.perf_counter() - self._window_start
         if not self.budget.measured and not self.budget.budget.off and elapsed >= PROBE_SECONDS:
             return True  # a short first window tells what recording this program costs
-        if self._window_sample and elapsed >= self.shape_seconds:
+        if self.sampling.due(elapsed):
             return True
-        if self._thread_cut and self._window_memory and self.memory == "sample":
-            return True  # the program started a thread: record every thread from here (threads.py)
         calls = self.calls.calls - self._window_calls if self.calls is not None else 0
         return elapsed >= self.fold_seconds or calls >= self.fold_calls
 
@@ -472,24 +460,18 @@ class Session:
         # torch.autograd.profiler directly: torch.profiler.profile's start imports torch._inductor (1 s here)
         self._cuda = torch.cuda.is_available()
         t0 = time.perf_counter()
-        sample = not self._shapes_sampled
-        self._window_shapes = self.shapes == "all" or (self.shapes == "sample" and sample)
-        if self._closed_at is not None and t0 - self._closed_at > GAP_SECONDS:
-            self._memory_gap = True
-        self._window_memory = self.memory == "all" or (
-            self.memory == "sample" and sample and not self._thread_cut and not self._memory_gap
-        )
+        self.sampling.opening(t0)
         self._chain = self._ran_on.at_open()
         with _quiet_fd(2):
             prof = profile(
                 use_kineto=True,
                 use_device="cuda" if self._cuda else None,
-                record_shapes=self._window_shapes,
-                profile_memory=self._window_memory,
+                record_shapes=self.sampling.window_shapes,
+                profile_memory=self.sampling.window_memory,
                 with_stack=True,
                 with_modules=True,
                 # every thread, except while allocations are sampled (torch records none then: threads.py)
-                experimental_config=_ExperimentalConfig(profile_all_threads=not self._window_memory),
+                experimental_config=_ExperimentalConfig(profile_all_threads=not self.sampling.window_memory),
             )
             prof._kernelscope_own = True  # type: ignore[attr-defined]  # not the program's own profiler (foreign.py)
             prof.__enter__()  # type: ignore[no-untyped-call]
@@ -526,12 +508,6 @@ class Session:
         self.safety.stopped(skip=2, compile_entry=compile_entry)
         t0 = time.perf_counter()
         events = self._fold(prof)
-        if self._window_sample:  # shapes and allocations: sampled over the first shape_seconds recorded
-            self._shapes_sampled = self.recorded_seconds >= self.shape_seconds
-            if self.shapes == "sample":
-                self._shaped = snapshot(self.builder, SHAPE_METRICS)
-        if self._window_memory and self.memory == "sample":  # (ends early when the program starts a thread)
-            self._mem_shaped = snapshot(self.builder, MEMORY_METRICS)
         # the profiler object sits in reference cycles with its results: break what we can and collect
         # the rest here, not in a later timed step (without the collection peak memory grows with the run)
         prof.kineto_results = None
@@ -545,12 +521,7 @@ class Session:
         self.fold_time += end - t0
         self.budget.window_closed(window=window, events=events, stop_and_fold=folded - start)
         self.budget.charge(end - folded)  # a fixed cost per window, not a rate
-        self._closed_at = time.perf_counter()
-
-    @property
-    def _window_sample(self) -> bool:
-        """This window samples what later windows leave out (shapes, allocations)."""
-        return not self._shapes_sampled and (self.shapes == "sample" or self.memory == "sample")
+        self.sampling.closed(self.builder, self.recorded_seconds, time.perf_counter())
 
     def scope_enter(self, name: str, metrics: dict[str, float] | None) -> bool:
         if not self.active:
@@ -595,11 +566,7 @@ class Session:
             self._triton.graft(self.builder)
             self.warnings.extend(self._triton.warnings)
             self._triton = None
-        metadata.update(
-            extrapolate_sampled(
-                self.builder, self._shaped, self.shapes, self.memory, self.shape_seconds, allocations=self._mem_shaped
-            )
-        )
+        metadata.update(self.sampling.metadata(self.builder))
         for metric in ("time_ns", "cpu_time_ns", "count"):
             self.builder.ensure_metric(metric)
         return prune_empty(self.folder.build(metadata, self.warnings))
@@ -610,7 +577,7 @@ class Session:
         self.modules.resolve()
         events = self.folder.fold(
             prof.kineto_results,
-            shapes=self._window_shapes,
+            shapes=self.sampling.window_shapes,
             cuda=self._cuda,
             compile_capture=self._compile,
             notes=self.warnings,
@@ -621,9 +588,6 @@ class Session:
         self.events += events
         self._device_run = self.folder.device_run
         return events
-
-
-GAP_SECONDS = 0.005  # a window that opens later than this after the last one closed follows unrecorded time
 
 
 def _program_running(frame: FrameType | None) -> bool:

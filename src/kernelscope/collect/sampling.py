@@ -1,0 +1,86 @@
+"""What a live window records besides ops and lines: shapes (FLOPs, bytes) and allocations, sampled.
+
+Recording shapes doubles torch's stop and adds to the fold; recording allocations keeps torch's profiler on
+the main thread only (threads.py). So by default both are recorded over the first ``shape_seconds`` of
+recording, and later calls get the per-call values their context had in the sample
+(``attribute.shapes.extrapolate_sampled``). Allocations end earlier where they must: when the program
+starts a thread (its ops matter more than allocation sizes), and after the first gap in recording (a window
+opened after unrecorded time sees frees of blocks it never saw allocated: torch prints a warning for each
+such process). ``Sampling`` decides per window, remembers the sample's snapshots and writes the metadata.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..attribute.shapes import MEMORY_METRICS, SHAPE_METRICS, extrapolate_sampled, snapshot
+from ..model import ProfileBuilder
+
+GAP_SECONDS = 0.005  # a window that opens later than this after the last one closed follows unrecorded time
+
+Snapshot = dict[str, dict[int, float]]
+
+
+class Sampling:
+    """Per window: record shapes? allocations? (``shapes``/``memory``: "sample", "all" or "off")."""
+
+    def __init__(self, shapes: str, memory: str, shape_seconds: float) -> None:
+        self.shapes = shapes
+        self.memory = memory
+        self.shape_seconds = shape_seconds
+        self.done = False  # the sampling windows are over
+        self.window_shapes = False  # the open window records shapes
+        self.window_memory = False  # the open window records allocations (and the main thread only)
+        self.thread_started = False  # the program started a thread: allocations are no longer recorded
+        self._gap = False  # recording has had a gap: allocations are no longer recorded
+        self._closed_at: float | None = None
+        self._shaped: Snapshot = {}  # count and shape metrics when shape sampling ended
+        self._allocs: Snapshot = {}  # count and allocations when allocation sampling ended
+
+    @property
+    def in_sample(self) -> bool:
+        """Is a sampled metric still being sampled?"""
+        return not self.done and (self.shapes == "sample" or self.memory == "sample")
+
+    @property
+    def samples_allocations(self) -> bool:
+        """The open window samples allocations (a thread start should end it: ``thread_starting``)."""
+        return self.window_memory and self.memory == "sample"
+
+    def opening(self, now: float) -> None:
+        """A window opens at ``now`` (perf_counter)."""
+        if self._closed_at is not None and now - self._closed_at > GAP_SECONDS:
+            self._gap = True
+        self.window_shapes = self.shapes == "all" or (self.shapes == "sample" and not self.done)
+        self.window_memory = self.memory == "all" or (
+            self.memory == "sample" and not self.done and not self.thread_started and not self._gap
+        )
+
+    def closed(self, builder: ProfileBuilder, recorded_seconds: float, now: float) -> None:
+        """The window was folded into ``builder``; ``recorded_seconds`` recorded so far."""
+        if self.in_sample:
+            self.done = recorded_seconds >= self.shape_seconds
+            if self.shapes == "sample":
+                self._shaped = snapshot(builder, SHAPE_METRICS)
+        if self.samples_allocations:
+            self._allocs = snapshot(builder, MEMORY_METRICS)
+        self._closed_at = now
+
+    def due(self, elapsed: float) -> bool:
+        """Should the open window turn over (``elapsed`` seconds old) to end a sample?"""
+        if self.in_sample and elapsed >= self.shape_seconds:
+            return True
+        return self.thread_started and self.samples_allocations
+
+    def thread_starting(self) -> bool:
+        """The program starts a thread: True when the open window should turn over (to record every thread)."""
+        if self.done:
+            return False
+        self.thread_started = True
+        return self.window_memory
+
+    def metadata(self, builder: ProfileBuilder) -> dict[str, Any]:
+        """Fill in what the sample left out; the ``shapes`` and ``memory`` metadata."""
+        return extrapolate_sampled(
+            builder, self._shaped, self.shapes, self.memory, self.shape_seconds, allocations=self._allocs
+        )
