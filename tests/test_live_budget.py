@@ -373,3 +373,41 @@ def test_a_thread_started_while_allocations_are_sampled_is_recorded() -> None:
     assert muls == 150  # the main thread's 50 and the thread's 100
     assert p.metadata["memory"]["mode"] == "sample"
     assert p.total("alloc_bytes") > 0  # the allocations sampled before the thread started
+
+
+class FixedCostLedger(Ledger):
+    """Every window change costs 20 ms more than it did: a budget that holds, deterministically."""
+
+    def charge(self, seconds: float) -> None:
+        super().charge(seconds + 0.02)
+
+
+@pytest.mark.slow
+def test_a_sampled_run_records_whole_steps_spread_over_the_run() -> None:
+    torch = pytest.importorskip("torch")
+    import time
+
+    from kernelscope.collect.torch_live import Session
+
+    s = Session(compile_capture=False)
+    s.budget = FixedCostLedger(OverheadBudget(0.1, grace_seconds=0.0))
+    opened: list[int] = []
+    open_window = s._open_window
+
+    def spy() -> None:
+        opened.append(s.steps)
+        open_window()
+
+    s._open_window = spy  # type: ignore[method-assign]
+    s.start()
+    x = torch.ones(8)
+    for _ in range(80):
+        x = x + 1
+        time.sleep(0.02)  # a step that is mostly not torch ops: recording it costs little but the window changes
+        s.step()
+    p = s.finalize()
+    cov = p.metadata["coverage"]
+    assert cov["budget_holds"] > 0 and 0 < cov["recorded_steps"] < 80, cov
+    # windows keep opening as the run goes (the allowance grows with the program's time), at step boundaries
+    assert max(opened) >= 60, opened
+    assert len({n for n in opened if n > 0}) >= 2, opened
