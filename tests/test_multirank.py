@@ -106,3 +106,24 @@ def test_cli_writes_per_rank_and_merged_profiles(tmp_path: Path, capsys: pytest.
     assert merged.total("time_ns") == 3000 + 4000
     assert load(tmp_path / "job.rank1.ksprof").total("time_ns") == 4000
     assert capsys.readouterr().out.count("wrote ") == 3
+
+
+def test_views_sum_a_jobs_ranks_unless_asked_per_rank(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # given a job of three ranks whose trees are the same code
+    merged = merge_ranks([small_profile(r, ns) for r, ns in enumerate((10.0, 30.0, 20.0))], [0, 1, 2])
+    path = tmp_path / "job.ksprof"
+    from kernelscope.model import save
+
+    save(merged, str(path))
+    # when viewed: the code once, summed over the ranks (calls too)
+    assert main(["view", str(path), "--json"]) == 0
+    root = json.loads(capsys.readouterr().out)["root"]
+    [ranks] = root["children"]
+    assert ranks["name"] == "ranks 0..2"
+    [mm] = ranks["children"]
+    [gemm] = mm["children"]
+    assert gemm["metrics"]["time_ns"] == 60.0 and gemm["metrics"]["count"] == 3.0
+    # and --per-rank keeps each rank apart, named even where the text view collapses single-child chains
+    assert main(["view", str(path), "--per-rank"]) == 0
+    text = capsys.readouterr().out
+    assert all(f"[rank {r}]" in text for r in range(3))

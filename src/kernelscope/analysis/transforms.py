@@ -2,6 +2,9 @@
 
 - ``merge_steps``: ``ProfilerStep#6``, ``#7``, ``#8`` become one ``ProfilerStep#6..8`` context, so an
   imported trace shows its tree once instead of once per step.
+- ``merge_ranks``: the ``rank 0`` … ``rank 255`` contexts of a job's merged profile become one
+  ``ranks 0..255`` context (the job's time per context, summed over ranks), so the tree shows the job's
+  code once instead of once per rank (``kernelscope ranks`` shows how the ranks differ).
 - ``group_instances``: trace module frames are named per instance (``Owlv2Attention_6``: class and a
   per-class counter, FIELD-NOTES); they are grouped by class (``Owlv2Attention ×12``).
 - ``exclude``: drop matching contexts *and their time* (parents' totals go down by exactly that).
@@ -22,6 +25,7 @@ from ..model.profile import prune_empty
 from ..model.timeline import Timeline
 
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
+_RANK = re.compile(r"^rank (\d+)$")
 _INSTANCE = re.compile(r"^(?P<cls>.+)_(?P<n>\d+)$")
 
 
@@ -69,6 +73,25 @@ def merge_steps(profile: Profile) -> Profile:
 
     def fn(f: Frame) -> Frame:
         return merged if f.kind is FrameKind.SCOPE and _STEP.match(f.name) else f
+
+    return relabel(profile, fn)[0]
+
+
+def is_rank(name: str) -> bool:
+    """A scope that holds one rank's tree in a job's merged profile (``rank 3``)."""
+    return _RANK.match(name) is not None
+
+
+def merge_ranks(profile: Profile) -> Profile:
+    top = {profile.frame_of(n) for n in profile.children[0]} if len(profile) else set()
+    ranks = sorted(int(m.group(1)) for f in top if f.kind is FrameKind.SCOPE and (m := _RANK.match(f.name)))
+    if len(ranks) < 2:
+        return profile
+    contiguous = ranks == list(range(ranks[0], ranks[-1] + 1))
+    merged = Frame.scope(f"ranks {ranks[0]}..{ranks[-1]}" if contiguous else f"ranks ×{len(ranks)}")
+
+    def fn(f: Frame) -> Frame:
+        return merged if f in top and f.kind is FrameKind.SCOPE and _RANK.match(f.name) else f
 
     return relabel(profile, fn)[0]
 

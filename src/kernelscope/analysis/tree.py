@@ -142,12 +142,15 @@ def tree_view(profile: Profile, options: TreeOptions | None = None, metrics: Seq
         return out
 
     collapsible = _COLLAPSIBLE | {FrameKind.MODULE, FrameKind.SCOPE} if opt.collapse_modules else _COLLAPSIBLE
+    rank_scope = [f.kind is FrameKind.SCOPE and transforms.is_rank(f.name) for f in p.frames]
 
     def chain_end(node: int) -> tuple[int, tuple[int, ...]]:
         """Follow single-child collapsible nodes down; return the node to show and those skipped."""
         skipped: list[int] = []
         start = sort_abs[node]
         while opt.collapse and kinds[fr[node]] in collapsible:
+            if rank_scope[fr[node]]:
+                break  # a job's rank (view --per-rank): always named
             below = shown_children(node)
             # what the chain leaves out on its way down must stay under the threshold in all
             if len(below) != 1 or start - sort_abs[below[0]] > max(threshold, 1e-9 * total):

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import UsageError
 from ..model import Frame, FrameKind, Profile
-from .transforms import group_instances, instance_class, merge_steps
+from .transforms import group_instances, instance_class, merge_ranks, merge_steps
 from .tree import Hidden, TreeOptions, TreeView, filtered, tree_view
 
 GROUPINGS = ("line", "function", "module", "op", "kernel")
@@ -141,11 +141,14 @@ def group(profile: Profile, by: str, metrics: Sequence[str] | None = None, sort_
     return Grouped(by, tuple(cols), tuple(rows), total)
 
 
-def simplify(profile: Profile, per_step: bool = False, instances: bool = True) -> Profile:
-    """What every view starts from: steps merged (unless ``per_step``) and, for the tree, module
-    instances grouped by class (flat views key instances by class themselves)."""
+def simplify(profile: Profile, per_step: bool = False, instances: bool = True, per_rank: bool = False) -> Profile:
+    """What every view starts from: steps merged (unless ``per_step``), a job's ranks summed (unless
+    ``per_rank``) and, for the tree, module instances grouped by class (flat views key instances by class
+    themselves)."""
     if not per_step:
         profile = merge_steps(profile)
+    if not per_rank:
+        profile = merge_ranks(profile)
     return group_instances(profile) if instances else profile
 
 

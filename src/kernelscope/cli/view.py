@@ -75,6 +75,11 @@ def add_view_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--depth", type=non_negative_int, metavar="N", help="tree: show at most N levels (default: all)")
     p.add_argument("--no-collapse", action="store_true", help="tree: show single-child chains frame by frame")
     p.add_argument("--per-step", action="store_true", help="keep ProfilerStep#N contexts apart (default: merged)")
+    p.add_argument(
+        "--per-rank",
+        action="store_true",
+        help="a job's merged profile: keep each rank's tree apart (default: summed over ranks; see kernelscope ranks)",
+    )
     p.add_argument("--full-names", action="store_true", help="print names whole (no shortening to the width)")
     p.add_argument("--json", action="store_true", help="print the documented JSON (schema 1) instead of text")
 
@@ -201,7 +206,7 @@ def _prepared(profile: Profile, args: argparse.Namespace) -> tuple[argparse.Name
             if getattr(args, attr):
                 raise UsageError(f"{flag} applies to --by tree only (this is --by {args.by})")
     plan = _plan(profile, args)
-    base = simplify(profile, per_step=args.per_step, instances=args.by == "tree")
+    base = simplify(profile, per_step=args.per_step, instances=args.by == "tree", per_rank=args.per_rank)
     return args, plan, base
 
 
