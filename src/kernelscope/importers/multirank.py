@@ -13,24 +13,31 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..model import STANDARD_METRICS, Frame, Profile, ProfileBuilder, Timeline, Track
 from ..model.devices import devices_of
+from ..model.frames import ROOT
 from .registry import import_file
 
-__all__ = ["import_ranks", "merge_ranks", "rank_of", "ranks_of"]
+__all__ = ["import_ranks", "merge_ranks", "rank_in", "rank_of", "ranks_of"]
 
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.I)
 
 
 def rank_of(path: str, profile: Profile) -> int | None:
-    rank = profile.metadata.get("rank")
+    return rank_in(path, profile.metadata)
+
+
+def rank_in(path: str, metadata: Mapping[str, Any]) -> int | None:
+    """A rank file's rank: ``distributedInfo.rank``, else ``rank-N`` in its name, else None."""
+    rank = metadata.get("rank")
     if type(rank) is int and rank >= 0:
         return rank
     m = _RANK_IN_NAME.search(os.path.basename(path))
@@ -52,20 +59,72 @@ def import_ranks(paths: Sequence[str], workers: int = 2) -> list[Profile]:
         return list(pool.map(import_file, paths))
 
 
-def merge_ranks(profiles: Sequence[Profile], ranks: Sequence[int] | None = None) -> Profile:
-    """One profile with each rank's tree under ``[rank R]``; metrics, timeline and metadata combined."""
+def merge_ranks(profiles: Iterable[Profile], ranks: Sequence[int] | None = None) -> Profile:
+    """One profile with each rank's tree under ``[rank R]``; metrics, timeline and metadata combined.
+
+    ``profiles`` is read once, in order: with ``ranks`` given it may be a generator that loads one rank at
+    a time. Each rank's tree is appended whole under its scope (its root becomes the scope), as arrays: the
+    merge holds the merged arrays and one rank, not a node-by-node builder of every rank."""
     if ranks is None:
+        profiles = list(profiles)
         ranks = [
             int(p.metadata.get("rank", i)) if type(p.metadata.get("rank")) is int else i for i, p in enumerate(profiles)
         ]
-    if len(ranks) != len(profiles):
-        raise ValueError("one rank per profile")
-    b = ProfileBuilder()
-    present = {m for p in profiles for m in p.metrics}
-    for m in [m for m in STANDARD_METRICS if m in present] + sorted(present - set(STANDARD_METRICS)):
-        b.ensure_metric(m)
-    timelines: list[tuple[Timeline, np.ndarray[Any, np.dtype[np.int32]], int]] = []
+    if len(set(ranks)) != len(ranks):  # a rank twice: its trees merge under one scope
+        return _merge_by_builder(profiles, ranks)
+    index: dict[Frame, int] = {ROOT: 0}
+    parents: list[npt.NDArray[np.int32]] = [np.full(1, -1, dtype=np.int32)]
+    frame_cols: list[npt.NDArray[np.int32]] = [np.zeros(1, dtype=np.int32)]
+    blocks: list[dict[str, npt.NDArray[np.float64]]] = [{}]
+    timelines: list[tuple[Timeline, npt.NDArray[np.int32], int]] = []
+    metas: list[Mapping[str, Any]] = []
+    offset = 1
     for prof, rank in zip(profiles, ranks, strict=True):
+        metas.append(prof.metadata)
+        n = len(prof)
+        # frames interned as a node-by-node build would: the scope, then each frame at its first node
+        scope = index.setdefault(Frame.scope(f"rank {rank}"), len(index))
+        remap = np.zeros(len(prof.frames), dtype=np.int32)
+        used, first = np.unique(prof.frame[1:], return_index=True)
+        for f in used[np.argsort(first)].tolist():
+            remap[f] = index.setdefault(prof.frames[f], len(index))
+        fc = remap[prof.frame]
+        fc[0] = scope
+        par = prof.parent.astype(np.int32) + offset
+        par[0] = 0
+        parents.append(par)
+        frame_cols.append(fc)
+        blocks.append(dict(prof.metrics))
+        if prof.timeline is not None:
+            timelines.append((prof.timeline, np.arange(offset, offset + n, dtype=np.int32), rank))
+        offset += n
+    if len(metas) != len(ranks):
+        raise ValueError("one rank per profile")
+    present = {m for block in blocks for m in block}
+    names = [m for m in STANDARD_METRICS if m in present] + sorted(present - set(STANDARD_METRICS))
+    sizes = [len(p) for p in parents]
+    metrics = {
+        m: np.concatenate([b.get(m, np.zeros(k)) for b, k in zip(blocks, sizes, strict=True)]).astype(np.float64)
+        for m in names
+    }
+    return Profile(
+        frames=tuple(index),  # (insertion order: the indices)
+        parent=np.concatenate(parents),
+        frame=np.concatenate(frame_cols),
+        metrics=metrics,
+        metadata=_merged_metadata(metas, ranks),
+        timeline=_merge_timelines(timelines) if timelines else None,
+    )
+
+
+def _merge_by_builder(profiles: Iterable[Profile], ranks: Sequence[int]) -> Profile:
+    b = ProfileBuilder()
+    timelines: list[tuple[Timeline, npt.NDArray[np.int32], int]] = []
+    metas: list[Mapping[str, Any]] = []
+    for prof, rank in zip(profiles, ranks, strict=True):
+        metas.append(prof.metadata)
+        for m in [m for m in STANDARD_METRICS if m in prof.metrics] + sorted(set(prof.metrics) - set(STANDARD_METRICS)):
+            b.ensure_metric(m)
         mapping = np.zeros(len(prof), dtype=np.int32)
         mapping[0] = b.child(0, Frame.scope(f"rank {rank}"))
         parent = prof.parent.tolist()
@@ -77,8 +136,7 @@ def merge_ranks(profiles: Sequence[Profile], ranks: Sequence[int] | None = None)
                 b.add(int(mapping[node]), name, float(col[node]))
         if prof.timeline is not None:
             timelines.append((prof.timeline, mapping, rank))
-    metadata = _merged_metadata(profiles, ranks)
-    return b.build(metadata, _merge_timelines(timelines) if timelines else None)
+    return b.build(_merged_metadata(metas, ranks), _merge_timelines(timelines) if timelines else None)
 
 
 def _merge_timelines(parts: list[tuple[Timeline, np.ndarray[Any, np.dtype[np.int32]], int]]) -> Timeline:
@@ -96,12 +154,11 @@ def _merge_timelines(parts: list[tuple[Timeline, np.ndarray[Any, np.dtype[np.int
     return Timeline.from_columns({k: np.concatenate(v) for k, v in cols.items()}, tuple(tracks))
 
 
-def _merged_metadata(profiles: Sequence[Profile], ranks: Sequence[int]) -> dict[str, Any]:
+def _merged_metadata(metas: Sequence[Mapping[str, Any]], ranks: Sequence[int]) -> dict[str, Any]:
     entries: list[dict[str, Any]] = []
     warnings: dict[str, int] = {}
     world: int | None = None
-    for prof, rank in zip(profiles, ranks, strict=True):
-        meta = prof.metadata
+    for meta, rank in zip(metas, ranks, strict=True):
         entry: dict[str, Any] = {"rank": rank, "source": meta.get("source")}
         for key in ("world_size", "devices", "trace_start_ns", "import_warnings"):
             if key in meta:
@@ -112,14 +169,14 @@ def _merged_metadata(profiles: Sequence[Profile], ranks: Sequence[int]) -> dict[
         for key, n in (meta.get("import_warnings") or {}).items():
             warnings[key] = warnings.get(key, 0) + int(n)
     merged: dict[str, Any] = {
-        "source": {"format": "merged", "ranks": len(profiles)},
+        "source": {"format": "merged", "ranks": len(metas)},
         "ranks": entries,
         "import_warnings": warnings,
         # every rank's devices, named as the merged timeline names them ("rank 1/cuda:0")
         "devices": [
             replace(d, id=f"rank {rank}/{d.id}", rank=rank).to_json()
-            for prof, rank in zip(profiles, ranks, strict=True)
-            for d in devices_of(prof.metadata)
+            for meta, rank in zip(metas, ranks, strict=True)
+            for d in devices_of(meta)
         ],
     }
     if world is not None:

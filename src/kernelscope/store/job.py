@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import BadInputError, UsageError
-from ..importers.multirank import merge_ranks, rank_of
-from ..model import Profile, save
+from ..importers.multirank import merge_ranks, rank_in
+from ..model import Profile, load, save
 from .layout import MERGED, Manifest, Skipped, is_store, rank_file, read_manifest, write_manifest
 from .schema import TABLES
 from .work import RankOutcome, import_rank
@@ -114,7 +114,7 @@ def worker_peaks(client: Any) -> dict[str, int]:
 def choose_ranks(outcomes: Sequence[RankOutcome]) -> tuple[list[tuple[RankOutcome, int]], list[Skipped]]:
     """The imported files that make up the job, with their ranks; the rest, each with why it was skipped."""
     skipped = [Skipped(o.path, o.error) for o in outcomes if o.error is not None]
-    ok = [o for o in outcomes if o.error is None and o.profile is not None]
+    ok = [o for o in outcomes if o.imported]
     if not ok:
         return [], skipped
     sigs = Counter(json.dumps(o.signature, sort_keys=True) for o in ok)
@@ -129,7 +129,7 @@ def choose_ranks(outcomes: Sequence[RankOutcome]) -> tuple[list[tuple[RankOutcom
                     o.path, f"{o.path}: of another job ({_sig(o.signature)}; the job's: {_sig(json.loads(job_sig))})"
                 )
             )
-    found = [rank_of(o.path, o.profile) for o in same if o.profile is not None]
+    found = [rank_in(o.path, o.metadata) for o in same]
     if any(r is None for r in found):  # ranks unknown: the order given
         return [(o, i) for i, o in enumerate(same)], skipped
     kept: list[tuple[RankOutcome, int]] = []
@@ -171,9 +171,7 @@ def import_job(
             reasons = "; ".join(s.reason for s in skipped[:3])
             raise BadInputError(f"no rank file could be imported ({reasons})")
         ranks = [
-            {"rank": r, "source": o.path, "import_warnings": (o.profile.metadata.get("import_warnings") or {})}
-            for o, r in kept
-            if o.profile is not None
+            {"rank": r, "source": o.path, "import_warnings": (o.metadata.get("import_warnings") or {})} for o, r in kept
         ]
         signature = kept[0][0].signature
         manifest = Manifest(signature, tuple(paths), tuple(ranks), tuple(skipped))
@@ -182,12 +180,12 @@ def import_job(
                 f"{root}: holds another job's store ({existing.describe()}); nothing was overwritten — "
                 "give --store a new folder"
             )
-        profiles = [o.profile for o, _r in kept if o.profile is not None]
-        merged = merge_ranks(profiles, [r for _o, r in kept])
+        # one rank at a time from the staging folder: the client holds the merged profile and one rank
+        merged = merge_ranks((load(o.profile_path) for o, _r in kept), [r for _o, r in kept])
         _install(root, kept, merged, manifest)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    warnings = tuple((o.path, dict(o.profile.metadata.get("import_warnings") or {})) for o, _r in kept if o.profile)
+    warnings = tuple((o.path, dict(o.metadata.get("import_warnings") or {})) for o, _r in kept)
     return JobResult(root, manifest, merged, n, peaks, warnings)
 
 

@@ -2,7 +2,9 @@
 
 It runs in a worker process (a local Dask cluster or a remote one), so it takes and returns plain
 values: a path in, a :class:`RankOutcome` out. Bad input is an outcome (named, skipped), not an
-exception, so one corrupt file never stops the job.
+exception, so one corrupt file never stops the job. The rank's profile goes to the staging folder too,
+not back to the client: the client merges the ranks one at a time (its memory is the merged profile,
+not every rank's).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from ..errors import KernelscopeError
-from ..model import Profile
+from ..model import save
 from .layout import job_signature
 from .tables import rank_tables
 
@@ -24,11 +26,20 @@ from .tables import rank_tables
 class RankOutcome:
     index: int  # position on the command line
     path: str
-    profile: Profile | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)  # the rank's profile's metadata
     error: str | None = None  # one line: why this file was skipped
     signature: dict[str, Any] = field(default_factory=dict)
     staged: str = ""  # folder holding this file's tables (<table>.parquet)
     peak_rss_kb: int = 0  # the worker's peak resident memory when the task ended
+
+    @property
+    def imported(self) -> bool:
+        return self.error is None and bool(self.staged)
+
+    @property
+    def profile_path(self) -> str:
+        """The rank's profile, staged (``load`` it)."""
+        return os.path.join(self.staged, PROFILE)
 
 
 def import_rank(index: int, path: str, staging: str) -> RankOutcome:
@@ -45,7 +56,12 @@ def import_rank(index: int, path: str, staging: str) -> RankOutcome:
     os.makedirs(folder, exist_ok=True)
     for name, table in rank_tables(profile).items():
         pq.write_table(table, os.path.join(folder, f"{name}.parquet"), compression="zstd")
-    return RankOutcome(index, path, profile, None, job_signature(profile.metadata), folder, _peak_kb())
+    save(profile, os.path.join(folder, PROFILE))
+    meta = dict(profile.metadata)
+    return RankOutcome(index, path, meta, None, job_signature(meta), folder, _peak_kb())
+
+
+PROFILE = "profile.ksprof"  # the rank's profile in its staging folder
 
 
 def _peak_kb() -> int:
