@@ -1,10 +1,11 @@
-"""Window turnovers while other threads run torch ops: no crash, no invented time.
+"""Window changes while other threads run torch ops: no crash, no invented time.
 
-Windows record every thread (``profile_all_threads``), so a window can stop while another thread is inside
-an op that the window saw begin. Two threads run tiny ops without pause while the main thread runs its own
-and the session turns windows over every 300 torch calls (~100 turnovers a run). Prints the windows, the
-main thread's recorded calls, and the slowest op per call (an op that straddled a turnover and got a
-stale end time would show as a huge one). ``python benchmarks/stress_threads.py [RUNS]``.
+A window that records every thread (``profile_all_threads``) can stop while another thread is inside an op
+it saw begin; torch 2.13 then writes that op's end into freed memory if another every-thread window is
+on (collect/threads.py). Two threads run tiny ops without pause while the main thread runs its own and the
+session changes windows every 300 torch calls (~100 changes a run). Prints the windows, the main thread's
+recorded calls, the other threads' recorded `aten::mul` calls, the slowest op per call (an op with a stale
+end would show as a huge one) and kernelscope's warning. ``python benchmarks/stress_threads.py [RUNS]``.
 """
 
 from __future__ import annotations
@@ -44,8 +45,11 @@ def one_run() -> None:
     ops = [n for n in range(1, len(p)) if p.frame_of(n).kind is FrameKind.OP]
     worst = max(ops, key=lambda n: time_ns[n] / max(count[n], 1.0))
     adds = sum(count[n] for n in ops if p.frame_of(n).name == "aten::add")
+    muls = sum(count[n] for n in ops if p.frame_of(n).name == "aten::mul")
+    warned = any("threads the program started" in w for w in p.metadata.get("warnings", []))
     print(
         f"windows {p.metadata['windows']}, main thread's aten::add calls {adds:.0f} of 30000, "
+        f"other threads' aten::mul calls {muls:.0f} (warned: {warned}), "
         f"slowest op per call {time_ns[worst] / max(count[worst], 1.0) / 1e6:.3f} ms ({p.frame_of(worst).name}), "
         f"negative times {int((time_ns < 0).sum())}"
     )

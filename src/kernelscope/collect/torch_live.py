@@ -29,7 +29,7 @@ from .plan import Plan
 from .safepoint import StackSafety, in_backward
 from .sampling import Sampling
 from .steps import StepDetector
-from .threads import ThreadStarts
+from .threads import AllThreads, ThreadStarts
 from .torch_fold import WindowFolder
 from .userframes import is_program_file
 
@@ -135,6 +135,8 @@ class Session:
         self.argv = list(argv if argv is not None else sys.argv)
         self._prof: Any = None
         self._thread_starts = ThreadStarts(self._thread_starting)
+        self._all_threads = AllThreads()  # may a window record every thread (threads.py)
+        self._window_all_threads = False
         self._ran_on = OpenFrames()  # frames running on from one window into the next (one call each)
         self._chain: Chain = ()  # the stack when the open window opened (continued.py)
         self._device_run = False
@@ -461,6 +463,9 @@ class Session:
         self._cuda = torch.cuda.is_available()
         t0 = time.perf_counter()
         self.sampling.opening(t0)
+        # every thread, unless allocations are sampled (torch records none then) or an every-thread window
+        # could meet an op another thread began under an earlier one (threads.py)
+        self._window_all_threads = not self.sampling.window_memory and self._all_threads.may_open()
         self._chain = self._ran_on.at_open()
         with _quiet_fd(2):
             prof = profile(
@@ -471,7 +476,7 @@ class Session:
                 with_stack=True,
                 with_modules=True,
                 # every thread, except while allocations are sampled (torch records none then: threads.py)
-                experimental_config=_ExperimentalConfig(profile_all_threads=not self.sampling.window_memory),
+                experimental_config=_ExperimentalConfig(profile_all_threads=self._window_all_threads),
             )
             prof._kernelscope_own = True  # type: ignore[attr-defined]  # not the program's own profiler (foreign.py)
             prof.__enter__()  # type: ignore[no-untyped-call]
@@ -505,6 +510,7 @@ class Session:
         with _quiet_fd(2):
             prof.__exit__(None, None, None)
         self._ran_on.at_close()
+        self._all_threads.closed(self._window_all_threads)
         self.safety.stopped(skip=2, compile_entry=compile_entry)
         t0 = time.perf_counter()
         events = self._fold(prof)
@@ -553,7 +559,14 @@ class Session:
             if self._compile_watch is not None:
                 self._compile_watch.remove()
             self.warnings.extend(
-                session_notes(self.plan.skip_first, self.steps, self.windows, self.events, self._armed)
+                session_notes(
+                    self.plan.skip_first,
+                    self.steps,
+                    self.windows,
+                    self.events,
+                    self._armed,
+                    threads_held=self._all_threads.held,
+                )
             )
         metadata = session_metadata(self)
         if self._compile is not None:
