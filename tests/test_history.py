@@ -437,7 +437,12 @@ def test_real_runs_gate_on_time(real_history: tuple[Path, str]) -> None:
     rc, doc = _gate(folder, "base", "slow", "line")
     assert rc == (1 if doc["flagged"] else 0) and {k["key"] for k in doc["flagged"]} <= {planted}, doc["flagged"]
     row = next(k for k in doc["keys"] if k["key"] == planted)
-    expected = row["change_pct"] > 15 and row["p_value"] < 0.05 and row["new"] - row["base"] > doc["noise_floor"]
+    expected = (
+        row["change_pct"] > 15
+        and row["p_value"] < 0.05
+        and row["interval_pct"][0] > 15
+        and row["new"] - row["base"] > doc["noise_floor"]
+    )
     assert row["flagged"] == expected, row
     _, doc = _gate(folder, "base", "slow", "module")
     assert {k["key"] for k in doc["flagged"]} <= {None}, doc["flagged"]
