@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..model import STANDARD_METRICS, Frame, Profile, ProfileBuilder, Timeline, Track
+from ..model import STANDARD_METRICS, Frame, Profile, Timeline, Track
 from ..model.devices import devices_of
 from ..model.frames import ROOT
 from .registry import import_file
@@ -70,8 +70,10 @@ def merge_ranks(profiles: Iterable[Profile], ranks: Sequence[int] | None = None)
         ranks = [
             int(p.metadata.get("rank", i)) if type(p.metadata.get("rank")) is int else i for i, p in enumerate(profiles)
         ]
-    if len(set(ranks)) != len(ranks):  # a rank twice: its trees merge under one scope
-        return _merge_by_builder(profiles, ranks)
+        if len(set(ranks)) != len(ranks):  # two files claim one rank: their order names them, as ranks_of does
+            ranks = list(range(len(profiles)))
+    if len(set(ranks)) != len(ranks):
+        raise ValueError("one profile per rank")
     index: dict[Frame, int] = {ROOT: 0}
     parents: list[npt.NDArray[np.int32]] = [np.full(1, -1, dtype=np.int32)]
     frame_cols: list[npt.NDArray[np.int32]] = [np.zeros(1, dtype=np.int32)]
@@ -115,28 +117,6 @@ def merge_ranks(profiles: Iterable[Profile], ranks: Sequence[int] | None = None)
         metadata=_merged_metadata(metas, ranks),
         timeline=_merge_timelines(timelines) if timelines else None,
     )
-
-
-def _merge_by_builder(profiles: Iterable[Profile], ranks: Sequence[int]) -> Profile:
-    b = ProfileBuilder()
-    timelines: list[tuple[Timeline, npt.NDArray[np.int32], int]] = []
-    metas: list[Mapping[str, Any]] = []
-    for prof, rank in zip(profiles, ranks, strict=True):
-        metas.append(prof.metadata)
-        for m in [m for m in STANDARD_METRICS if m in prof.metrics] + sorted(set(prof.metrics) - set(STANDARD_METRICS)):
-            b.ensure_metric(m)
-        mapping = np.zeros(len(prof), dtype=np.int32)
-        mapping[0] = b.child(0, Frame.scope(f"rank {rank}"))
-        parent = prof.parent.tolist()
-        frame = prof.frame.tolist()
-        for node in range(1, len(prof)):
-            mapping[node] = b.child(int(mapping[parent[node]]), prof.frames[frame[node]])
-        for name, col in prof.metrics.items():
-            for node in np.nonzero(col)[0].tolist():
-                b.add(int(mapping[node]), name, float(col[node]))
-        if prof.timeline is not None:
-            timelines.append((prof.timeline, mapping, rank))
-    return b.build(_merged_metadata(metas, ranks), _merge_timelines(timelines) if timelines else None)
 
 
 def _merge_timelines(parts: list[tuple[Timeline, np.ndarray[Any, np.dtype[np.int32]], int]]) -> Timeline:
