@@ -51,9 +51,11 @@ CELLS = [
     ("uses_torch_profiler", "run", False),
     ("dataloader", "run", False),
     pytest.param("hf_generate", "run", False, marks=pytest.mark.skipif(not HAS_TRANSFORMERS, reason="no transformers")),
-    # work on a thread the program starts (profile_all_threads: torch's callbacks on every thread)
-    ("threads", "run", False),
-    ("threads", "api", False),
+    # torch records only the threads that inherit the profiler's state: work on a thread the program starts
+    # is not recorded (the session warns). torch 2.13's every-thread mode (profile_all_threads) is not used:
+    # stopping it while another thread is inside an op aborts the process (a race in torch's teardown,
+    # reproduced here). The cell documents the gap, and fails loudly once it is closed
+    pytest.param("threads", "run", False, marks=pytest.mark.xfail(reason="threads the program starts", strict=True)),
 ]
 
 

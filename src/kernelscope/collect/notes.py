@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 
-def session_notes(
-    skip_first: int, steps: int, windows: int, events: int, armed: bool, threads_held: bool = False
-) -> list[str]:
-    """Nothing recorded, a skip that never ended, other threads' ops left out (``threads_held``: some windows
-    recorded the main thread only, threads.py)."""
+def session_notes(skip_first: int, steps: int, windows: int, events: int, armed: bool) -> list[str]:
+    """Nothing recorded, a skip that never ended, threads whose work was not recorded."""
     out: list[str] = []
     if skip_first and steps < skip_first:
         out.append(
@@ -21,11 +19,15 @@ def session_notes(
         out.append(f"nothing was recorded ({why})")
     elif events == 0:
         out.append("nothing was recorded: the profiled windows held no torch events")
-    if threads_held:
+    others = [
+        t.name
+        for t in threading.enumerate()
+        if t is not threading.main_thread() and t.is_alive() and not t.daemon and not t.name.startswith("kernelscope")
+    ]
+    if others:
         out.append(
-            "ops on threads the program started were recorded only until the first window change while they "
-            "ran (later windows recorded the main thread only: torch cannot start a new every-thread window "
-            "while another thread may be inside an op), and without the lines that issued them"
+            f"{len(others)} other Python thread(s) alive at the end ({', '.join(others[:3])}): "
+            "torch work on threads the program started is not recorded"
         )
     return out
 

@@ -1,12 +1,11 @@
 """What a live window records besides ops and lines: shapes (FLOPs, bytes) and allocations, sampled.
 
-Recording shapes doubles torch's stop and adds to the fold; recording allocations keeps torch's profiler on
-the main thread only (threads.py). So by default both are recorded over the first ``shape_seconds`` of
+Recording shapes doubles torch's stop and adds to the fold, and allocations add events of their own. So by
+default both are recorded over the first ``shape_seconds`` of
 recording, and later calls get the per-call values their context had in the sample
-(``attribute.shapes.extrapolate_sampled``). Allocations end earlier where they must: when the program
-starts a thread (its ops matter more than allocation sizes), and after the first gap in recording (a window
-opened after unrecorded time sees frees of blocks it never saw allocated: torch prints a warning for each
-such process). ``Sampling`` decides per window, remembers the sample's snapshots and writes the metadata.
+(``attribute.shapes.extrapolate_sampled``). Allocations end earlier after the first gap in recording (a
+window opened after unrecorded time sees frees of blocks it never saw allocated: torch prints a warning on
+the program's stderr). ``Sampling`` decides per window, remembers the sample's snapshots and writes the metadata.
 """
 
 from __future__ import annotations
@@ -30,8 +29,7 @@ class Sampling:
         self.shape_seconds = shape_seconds
         self.done = False  # the sampling windows are over
         self.window_shapes = False  # the open window records shapes
-        self.window_memory = False  # the open window records allocations (and the main thread only)
-        self.thread_started = False  # the program started a thread: allocations are no longer recorded
+        self.window_memory = False  # the open window records allocations
         self._gap = False  # recording has had a gap: allocations are no longer recorded
         self._closed_at: float | None = None
         self._shaped: Snapshot = {}  # count and shape metrics when shape sampling ended
@@ -44,7 +42,6 @@ class Sampling:
 
     @property
     def samples_allocations(self) -> bool:
-        """The open window samples allocations (a thread start should end it: ``thread_starting``)."""
         return self.window_memory and self.memory == "sample"
 
     def opening(self, now: float) -> None:
@@ -52,9 +49,7 @@ class Sampling:
         if self._closed_at is not None and now - self._closed_at > GAP_SECONDS:
             self._gap = True
         self.window_shapes = self.shapes == "all" or (self.shapes == "sample" and not self.done)
-        self.window_memory = self.memory == "all" or (
-            self.memory == "sample" and not self.done and not self.thread_started and not self._gap
-        )
+        self.window_memory = self.memory == "all" or (self.memory == "sample" and not self.done and not self._gap)
 
     def closed(self, builder: ProfileBuilder, recorded_seconds: float, now: float) -> None:
         """The window was folded into ``builder``; ``recorded_seconds`` recorded so far."""
@@ -68,16 +63,7 @@ class Sampling:
 
     def due(self, elapsed: float) -> bool:
         """Should the open window turn over (``elapsed`` seconds old) to end a sample?"""
-        if self.in_sample and elapsed >= self.shape_seconds:
-            return True
-        return self.thread_started and self.samples_allocations
-
-    def thread_starting(self) -> bool:
-        """The program starts a thread: True when the open window should turn over (to record every thread)."""
-        if self.done:
-            return False
-        self.thread_started = True
-        return self.window_memory
+        return self.in_sample and elapsed >= self.shape_seconds
 
     def metadata(self, builder: ProfileBuilder) -> dict[str, Any]:
         """Fill in what the sample left out; the ``shapes`` and ``memory`` metadata."""

@@ -29,7 +29,6 @@ from .plan import Plan
 from .safepoint import StackSafety, in_backward
 from .sampling import Sampling
 from .steps import StepDetector
-from .threads import AllThreads, ThreadStarts
 from .torch_fold import WindowFolder
 from .userframes import is_program_file
 
@@ -134,9 +133,6 @@ class Session:
         self.start_time = time.time()
         self.argv = list(argv if argv is not None else sys.argv)
         self._prof: Any = None
-        self._thread_starts = ThreadStarts(self._thread_starting)
-        self._all_threads = AllThreads()  # may a window record every thread (threads.py)
-        self._window_all_threads = False
         self._ran_on = OpenFrames()  # frames running on from one window into the next (one call each)
         self._chain: Chain = ()  # the stack when the open window opened (continued.py)
         self._device_run = False
@@ -176,8 +172,6 @@ class Session:
         self.heavy_imports.install()
         self._watch_compiles()  # only if Dynamo is loaded: importing it costs ~1 s here
         self._lazy_compile.install()
-        if self.memory == "sample":
-            self._thread_starts.install()
         from .torch_lines import Counter, LineMode, OperatorLines
 
         self.calls = Counter(self._on_torch_call, every=1 if self._armed else FOLD_CHECK_CALLS)
@@ -418,15 +412,6 @@ class Session:
         elif self._fold_due():
             self._change(close=True)
 
-    def _thread_starting(self) -> None:
-        """The program starts a thread: end the allocation sample, so that its ops are recorded (threads.py)."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-        turn_over = self.sampling.thread_starting()
-        self._thread_starts.remove()
-        if turn_over and self._prof is not None:
-            self._checkpoint()
-
     def _fold_due(self) -> bool:
         elapsed = time.perf_counter() - self._window_start
         if not self.budget.measured and not self.budget.budget.off and elapsed >= PROBE_SECONDS:
@@ -456,16 +441,12 @@ class Session:
 
     def _open_window(self) -> None:
         import torch
-        from torch._C._profiler import _ExperimentalConfig
         from torch.autograd.profiler import profile
 
         # torch.autograd.profiler directly: torch.profiler.profile's start imports torch._inductor (1 s here)
         self._cuda = torch.cuda.is_available()
         t0 = time.perf_counter()
         self.sampling.opening(t0)
-        # every thread, unless allocations are sampled (torch records none then) or an every-thread window
-        # could meet an op another thread began under an earlier one (threads.py)
-        self._window_all_threads = not self.sampling.window_memory and self._all_threads.may_open()
         self._chain = self._ran_on.at_open()
         with _quiet_fd(2):
             prof = profile(
@@ -475,8 +456,6 @@ class Session:
                 profile_memory=self.sampling.window_memory,
                 with_stack=True,
                 with_modules=True,
-                # every thread, except while allocations are sampled (torch records none then: threads.py)
-                experimental_config=_ExperimentalConfig(profile_all_threads=self._window_all_threads),
             )
             prof._kernelscope_own = True  # type: ignore[attr-defined]  # not the program's own profiler (foreign.py)
             prof.__enter__()  # type: ignore[no-untyped-call]
@@ -510,7 +489,6 @@ class Session:
         with _quiet_fd(2):
             prof.__exit__(None, None, None)
         self._ran_on.at_close()
-        self._all_threads.closed(self._window_all_threads)
         self.safety.stopped(skip=2, compile_entry=compile_entry)
         t0 = time.perf_counter()
         events = self._fold(prof)
@@ -550,7 +528,6 @@ class Session:
             self.modules.remove()
             self.safety.remove()
             self._ran_on.clear()
-            self._thread_starts.remove()
             self.step_source.remove()
             self.foreign.remove()
             self.heavy_imports.remove()
@@ -565,7 +542,6 @@ class Session:
                     self.windows,
                     self.events,
                     self._armed,
-                    threads_held=self._all_threads.held,
                 )
             )
         metadata = session_metadata(self)
