@@ -40,10 +40,6 @@ class Sampling:
         """Is a sampled metric still being sampled?"""
         return not self.done and (self.shapes == "sample" or self.memory == "sample")
 
-    @property
-    def samples_allocations(self) -> bool:
-        return self.window_memory and self.memory == "sample"
-
     def opening(self, now: float) -> None:
         """A window opens at ``now`` (perf_counter)."""
         if self._closed_at is not None and now - self._closed_at > GAP_SECONDS:
@@ -57,7 +53,7 @@ class Sampling:
             self.done = recorded_seconds >= self.shape_seconds
             if self.shapes == "sample":
                 self._shaped = snapshot(builder, SHAPE_METRICS)
-        if self.samples_allocations:
+        if self.window_memory and self.memory == "sample":
             self._allocs = snapshot(builder, MEMORY_METRICS)
         self._closed_at = now
 

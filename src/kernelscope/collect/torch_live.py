@@ -536,13 +536,7 @@ class Session:
             if self._compile_watch is not None:
                 self._compile_watch.remove()
             self.warnings.extend(
-                session_notes(
-                    self.plan.skip_first,
-                    self.steps,
-                    self.windows,
-                    self.events,
-                    self._armed,
-                )
+                session_notes(self.plan.skip_first, self.steps, self.windows, self.events, self._armed)
             )
         metadata = session_metadata(self)
         if self._compile is not None:
