@@ -11,76 +11,22 @@ import pytest
 
 from conftest import REPO, build, env_without_color
 from kernelscope.analysis.summary import coverage_note, summarize
-from kernelscope.collect.budget import Ledger, OverheadBudget
+from kernelscope.collect.accounts import Accounts
 from kernelscope.collect.plan import Plan, Schedule
 from kernelscope.model import Frame, FrameKind
 from kernelscope.render.header_text import header_items
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-# --- the decision, pure --------------------------------------------------------------------------
-
-
-def test_budget_allows_a_fraction_of_the_programs_own_time() -> None:
-    budget = OverheadBudget(0.1, grace_seconds=0.0)
-    assert budget.allows(cost=1.0, elapsed=11.0)  # 1 s of 10 s of the program's own time
-    assert not budget.allows(cost=1.1, elapsed=11.0)
-    assert budget.allowance(10.0) == pytest.approx(1.0)
-
-
-def test_grace_allows_a_fixed_cost_and_zero_turns_the_budget_off() -> None:
-    assert OverheadBudget(0.1, grace_seconds=0.5).allows(cost=0.5, elapsed=1.0)
-    assert not OverheadBudget(0.1, grace_seconds=0.5).allows(cost=0.6, elapsed=1.0)
-    assert OverheadBudget(0.0, grace_seconds=0.0).allows(cost=1e9, elapsed=1.0)
-    with pytest.raises(ValueError):
-        OverheadBudget(-0.1)
-
-
-def test_ledger_counts_recording_stopping_and_folding_and_cuts_a_costly_window_short() -> None:
-    clock = FakeClock()
-    ledger = Ledger(OverheadBudget(0.1, grace_seconds=0.0), clock=clock)
-    assert ledger.may_open(steps=3)  # recording begins (3 steps were made before)
-    clock.now += 1.0
-    assert not ledger.may_continue(1.0)  # never measured: projected at the worst-case rate
-    ledger.window_closed(window=1.0, events=1_000_000, stop_and_fold=2.0)
-    assert ledger.cost == pytest.approx(2.0 + 0.4)  # recording (0.4 µs an event) + stopping and folding
-    assert ledger.rate == pytest.approx(2.4)
-    clock.now += 2.4
-    assert not ledger.may_open(steps=10)  # 2.4 s > 10% of the program's 1 s
-    ledger.step()
-    ledger.step()
-    clock.now += 10.0
-    assert not ledger.may_open(steps=12)  # still held: one hold, not two
-    clock.now += 14.0  # the program's own time is now 24 s: 2.4 s is 10% of it
-    assert ledger.may_open(steps=12)
-    ledger.end()
-    cov = ledger.coverage(recorded_seconds=1.0, recorded_steps=7, steps=12)
-    assert cov["budget_holds"] == 1  # held from the cut until the run caught up: one hold
-    assert cov["held_steps"] == 2
-    assert cov["run_seconds"] == pytest.approx(27.4)
-    assert cov["program_seconds"] == pytest.approx(25.0)
-    assert cov["recorded_seconds"] == pytest.approx(0.6)  # the window less kernelscope's recording cost
-    assert cov["steps"] == 9
-    assert cov["overhead_seconds"] == pytest.approx(2.4)
-
-
 def test_an_explicit_plan_or_zero_records_everything_by_default() -> None:
-    from kernelscope.collect.budget import MAX_OVERHEAD_DEFAULT
+    from kernelscope.collect.policy import MAX_OVERHEAD_DEFAULT
     from kernelscope.collect.torch_live import Session
 
-    assert Session().budget.budget.fraction == MAX_OVERHEAD_DEFAULT
-    assert Session(plan=Plan(skip_first=2)).budget.budget.fraction == MAX_OVERHEAD_DEFAULT
+    assert Session().budget.fraction == MAX_OVERHEAD_DEFAULT
+    assert Session(plan=Plan(skip_first=2)).budget.fraction == MAX_OVERHEAD_DEFAULT
     for plan in (Plan(steps=3), Plan(duration=1.0), Plan(schedule=Schedule(wait=1, active=2))):
-        assert Session(plan=plan).budget.budget.fraction == 0.0
-    assert Session(plan=Plan(steps=3), max_overhead=0.2).budget.budget.fraction == 0.2  # asked for both
-    assert Session(max_overhead=0).budget.budget.fraction == 0.0
+        assert Session(plan=plan).budget.fraction == 0.0
+    assert Session(plan=Plan(steps=3), max_overhead=0.2).budget.fraction == 0.2  # asked for both
+    assert Session(max_overhead=0).budget.fraction == 0.0
 
 
 def test_memory_follows_shapes_unless_asked() -> None:
@@ -121,10 +67,15 @@ def _profile(coverage: dict[str, float] | None) -> object:
 def test_the_header_says_what_the_budget_left_out() -> None:
     note = coverage_note({"coverage": COVERAGE})
     assert note == (
-        "recorded 4.0 of 40.0 s (10%, 38 of 400 steps): a sample, kept by the 10% overhead budget (run "
-        "--max-overhead 0 to record everything); per-step totals are of the recorded steps; kernelscope's own "
-        "cost 4.0 s"
+        "recorded 4.0 of 40.0 s (10%, 38 of 400 steps whole): a sample, kept by the 10% overhead budget (run "
+        "--max-overhead 0 to record everything); per-step values are of the whole steps recorded; kernelscope's "
+        "own cost 4.0 s"
     )
+    parts = {"before_first_step": "whole", "whole_steps": [[1, 3], [27, 27]], "partial_steps": 0, "tail": "none"}
+    with_parts = coverage_note({"coverage": {**COVERAGE, "parts": parts}})
+    assert with_parts is not None and "holds set-up and step 0 whole, steps 1-3, 27:" in with_parts
+    no_steps = coverage_note({"coverage": {**COVERAGE, "recorded_steps": 0}})
+    assert no_steps is not None and "per-step" not in no_steps  # no per-step wording without whole steps
     assert header_items(summarize(_profile(COVERAGE)))[-1] == [note]  # type: ignore[arg-type]
     from kernelscope.render.report.payload import header
 
@@ -134,7 +85,7 @@ def test_the_header_says_what_the_budget_left_out() -> None:
     # ... and one that was not asked to sample but missed time says so, and why
     missed = {**COVERAGE, "budget_holds": 0, "missed": "recording waited"}
     assert coverage_note({"coverage": missed}) == (
-        "recorded 4.0 of 40.0 s (10%, 38 of 400 steps): recording waited; kernelscope's own cost 4.0 s"
+        "recorded 4.0 of 40.0 s (10%, 38 of 400 steps whole): recording waited; kernelscope's own cost 4.0 s"
     )
     assert len(header_items(summarize(_profile(None)))) == 2  # type: ignore[arg-type]
 
@@ -181,7 +132,7 @@ def test_view_json_carries_the_coverage(tmp_path: object) -> None:
 # --- real sessions (torch) ---------------------------------------------------------------------------
 
 
-class CostlyLedger(Ledger):
+class CostlyAccounts(Accounts):
     """Every window change costs ``extra`` seconds more than it did: a fold that never catches up."""
 
     extra = 1000.0
@@ -199,14 +150,14 @@ def _adds(profile: object) -> float:
     )
 
 
-def _session_run(ledger: Ledger | None, **options: object) -> object:
+def _session_run(accounts: type[Accounts] | None, **options: object) -> object:
     import torch
 
     from kernelscope.collect.torch_live import Session
 
     s = Session(compile_capture=False, fold_seconds=1e9, fold_calls=1000, **options)  # type: ignore[arg-type]
-    if ledger is not None:
-        s.budget = ledger
+    if accounts is not None:
+        s.accounts = accounts(s.budget)
     s.start()
     x = torch.ones(8)
     for _ in range(6000):
@@ -217,7 +168,7 @@ def _session_run(ledger: Ledger | None, **options: object) -> object:
 @pytest.mark.slow
 def test_a_costly_fold_records_fewer_windows_and_zero_records_all() -> None:
     pytest.importorskip("torch")
-    held = _session_run(CostlyLedger(OverheadBudget(0.1, grace_seconds=0.0)))
+    held = _session_run(CostlyAccounts, grace_seconds=1.0)
     full = _session_run(None, max_overhead=0.0)
     held_md, full_md = held.metadata, full.metadata  # type: ignore[attr-defined]
     assert full_md["windows"] >= 5 and full_md["coverage"]["budget_holds"] == 0
@@ -349,7 +300,7 @@ def test_a_frame_running_across_windows_is_one_call() -> None:
     assert _line_calls(p, "outer")[inner_line] == 6.0
 
 
-class FixedCostLedger(Ledger):
+class FixedCostAccounts(Accounts):
     """Every window change costs 20 ms more than it did: a budget that holds, deterministically."""
 
     def charge(self, seconds: float) -> None:
@@ -363,16 +314,16 @@ def test_a_sampled_run_records_whole_steps_spread_over_the_run() -> None:
 
     from kernelscope.collect.torch_live import Session
 
-    s = Session(compile_capture=False)
-    s.budget = FixedCostLedger(OverheadBudget(0.1, grace_seconds=0.0))
+    s = Session(compile_capture=False, grace_seconds=0.0)
+    s.accounts = FixedCostAccounts(s.budget)
     opened: list[int] = []
-    open_window = s._open_window
+    open_window = s._open
 
     def spy() -> None:
         opened.append(s.steps)
         open_window()
 
-    s._open_window = spy  # type: ignore[method-assign]
+    s._open = spy  # type: ignore[method-assign]
     s.start()
     x = torch.ones(8)
     for _ in range(80):

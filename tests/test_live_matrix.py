@@ -170,3 +170,53 @@ def test_profiling_does_not_change_what_torch_compile_compiles(tmp_path: Path) -
         b = {k: v for k, v in json.loads((tmp_path / "k.json").read_text()).items() if v != {}}
         assert a.pop("loss") == pytest.approx(b.pop("loss"), rel=1e-6)
         assert a == b
+
+
+_per_step: dict[str, list[Counter[str]]] = {}
+
+
+def per_step_reference(program: str, tmp: Path) -> list[Counter[str]]:
+    """The op calls of each step, counted by torch's profiler (steps end where an optimizer step returns)."""
+    if program not in _per_step:
+        out = tmp / f"steps-{program}.json"
+        r = subprocess.run(
+            [sys.executable, str(MATRIX / "reference.py"), "--per-step", str(out), str(MATRIX / f"{program}.py")],
+            capture_output=True,
+            text=True,
+            cwd=tmp,
+            env=env_without_color(),
+            timeout=600,
+        )
+        assert r.returncode == 0, r.stderr[-2000:]
+        _per_step[program] = [Counter(c) for c in json.loads(out.read_text())]
+    return _per_step[program]
+
+
+@pytest.mark.parametrize("program", ["eager", "dataloader", "checkpointing"])
+def test_a_sampled_profile_holds_whole_steps(program: str, tmp_path_factory: Any) -> None:
+    """The default policy with a small grace (so that it samples): every op call the profile holds belongs to
+    a step it says it recorded whole, or to a part of the run it names; no step is recorded in part."""
+    tmp = tmp_path_factory.mktemp(program + "-whole")
+    steps = per_step_reference(program, tmp)
+    out = tmp / "p.ksprof"
+    cmd = ["-m", "kernelscope", "run", "--no-view", "--grace", "1.0", "-o", str(out), str(MATRIX / f"{program}.py")]
+    r = subprocess.run([sys.executable, *cmd], capture_output=True, text=True, cwd=tmp, env=env_without_color())
+    assert r.returncode == 0, r.stderr[-3000:]
+    cov = load(str(out)).metadata["coverage"]
+    parts = cov["parts"]
+    assert cov["steps"] == len(steps) - 1, cov  # the session found the steps torch's hooks see
+    assert parts["partial_steps"] == 0, parts
+    whole = [k for a, b in parts["whole_steps"] for k in range(a, b + 1)]
+    assert len(whole) >= min(len(steps) - 2, 3), parts
+    least, most = Counter[str](), Counter[str]()
+    for k in whole:
+        least.update(steps[k])
+    most.update(least)
+    for state, k in ((parts["before_first_step"], 0), (parts["tail"], -1)):
+        if state == "whole":
+            least.update(steps[k])
+        if state in ("whole", "part"):
+            most.update(steps[k])
+    got = op_calls(load(str(out)))
+    wrong = {op: (got[op], least[op], most[op]) for op in set(got) | set(least) if not least[op] <= got[op] <= most[op]}
+    assert not wrong, f"ops outside the whole steps (recorded, least, most): {wrong}"

@@ -1,7 +1,9 @@
 """Count the op calls a program makes, independently of kernelscope: torch's own profiler (no stacks, no
 shapes) around the whole program, compile work left out (the spans in which Dynamo compiles, from its
-compile callbacks). Usage: ``python reference.py [--dispatch] OUT.json PROGRAM [ARGS...]``; writes
-{op: calls} for ``aten::`` ops on every thread. ``--dispatch`` counts with a TorchDispatchMode instead, for a
+compile callbacks). Usage: ``python reference.py [--dispatch|--per-step] OUT.json PROGRAM [ARGS...]``; writes
+{op: calls} for ``aten::`` ops on every thread; ``--per-step`` writes a list of such counts, one per step
+(the ops that began before the first optimizer step returned, then between two optimizer steps returning,
+then after the last). ``--dispatch`` counts with a TorchDispatchMode instead, for a
 program that runs torch.profiler itself (one profiler per thread): it sees the ops the program calls, not
 the ops nested inside them, so the recorded counts are compared against a lower bound there."""
 
@@ -36,11 +38,15 @@ def by_dispatch(out: str, program: str) -> None:
 
 def main() -> None:
     dispatch = sys.argv[1] == "--dispatch"
-    out, program, *args = sys.argv[2:] if dispatch else sys.argv[1:]
+    per_step = sys.argv[1] == "--per-step"
+    out, program, *args = sys.argv[2:] if dispatch or per_step else sys.argv[1:]
     import torch
     from torch._dynamo.callback import callback_handler
     from torch.autograd.profiler import profile
+    from torch.optim.optimizer import register_optimizer_step_post_hook
 
+    boundaries: list[int] = []
+    register_optimizer_step_post_hook(lambda *_: boundaries.append(time.time_ns()))
     spans: list[list[int]] = []
     callback_handler.register_start_callback(lambda _a: spans.append([time.time_ns(), 1 << 62]))
     callback_handler.register_end_callback(lambda _a: spans[-1].__setitem__(1, time.time_ns()))
@@ -56,6 +62,9 @@ def main() -> None:
         runpy.run_path(program, run_name="__main__")
     finally:
         prof.__exit__(None, None, None)
+    import bisect
+
+    steps: list[Counter[str]] = [Counter() for _ in range(len(boundaries) + 1)]
     counts: Counter[str] = Counter()
     stack = list(prof.kineto_results.experimental_event_tree())
     while stack:
@@ -68,10 +77,11 @@ def main() -> None:
             continue  # compile work
         if ev.name.startswith("aten::"):
             counts[ev.name] += 1
+            steps[bisect.bisect_right(boundaries, start)][ev.name] += 1
         stack.extend(ev.children)
     del torch
     with open(out, "w") as f:
-        json.dump(counts, f)
+        json.dump(steps if per_step else counts, f)
 
 
 if __name__ == "__main__":

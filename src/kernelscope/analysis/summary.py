@@ -82,8 +82,9 @@ def _wall(profile: Profile) -> float | None:
 
 
 def coverage_note(md: dict[str, Any]) -> str | None:
-    """What a live run left out, in words: "recorded X of Y s (N of M steps): why"; None when it recorded
-    (nearly) all of the program. Y is the program's own time; kernelscope's cost is said apart."""
+    """What a live run left out, in words: "recorded X of Y s (N of M steps whole): which parts, why"; None
+    when it recorded (nearly) all of the program. Y is the program's own time; kernelscope's cost is said
+    apart."""
     cov = md.get("coverage")
     if not isinstance(cov, dict):
         return None
@@ -93,27 +94,51 @@ def coverage_note(md: dict[str, Any]) -> str | None:
     sampled = bool(cov.get("budget_holds"))
     compiling = float(cov.get("compile_seconds") or 0.0)  # torch.compile compiling: never recorded
     importing = float(cov.get("import_seconds") or 0.0)  # importing torch's compiler: never recorded
-    if not sampled and (program <= 0 or rec >= COMPLETE_SHARE * (program - compiling - importing)):
+    parts = cov.get("parts") if isinstance(cov.get("parts"), dict) else None
+    partial = int(parts.get("partial_steps") or 0) if parts else 0
+    if not sampled and not partial and (program <= 0 or rec >= COMPLETE_SHARE * (program - compiling - importing)):
         return None
     steps = int(cov.get("steps") or 0)
-    of_steps = f", {int(cov.get('recorded_steps') or 0)} of {steps} steps" if steps else ""
+    whole = int(cov.get("recorded_steps") or 0)
+    of_steps = f", {whole} of {steps} steps whole" if steps else ""
     share = f" ({100 * rec / program:.0f}%{of_steps})" if program > 0 else ""
     cost = float(cov.get("overhead_seconds") or 0.0)
     if sampled:
         budget = float(cov.get("max_overhead") or 0.0)
-        why = (
-            f"a sample, kept by the {100 * budget:g}% overhead budget (run --max-overhead 0 to record everything); "
-            "per-step totals are of the recorded steps"
-        )
+        why = f"a sample, kept by the {100 * budget:g}% overhead budget (run --max-overhead 0 to record everything)"
+        if whole:
+            why += "; per-step values are of the whole steps recorded"
     else:
         why = str(cov.get("missed") or "recording could not resume where the program was")
+    if partial:
+        why += f"; {partial} step(s) recorded in part (one step costs more to record than the budget allows)"
     left = [f"{_secs(compiling)} s compiling with torch.compile"] if compiling >= 0.05 else []
     if importing >= 0.05:  # (torch.optim loads torch._dynamo on a first step: a program need not compile)
         left.append(f"{_secs(importing)} s importing torch's compiler (torch._dynamo)")
     unrecorded = f" ({' and '.join(left)}, not recorded)" if left else ""
+    named = f"; {_parts(parts)}" if parts and sampled else ""
     return (
-        f"recorded {_secs(rec)} of {_secs(program)} s{share}{unrecorded}: {why}; kernelscope's own cost {_secs(cost)} s"
+        f"recorded {_secs(rec)} of {_secs(program)} s{share}{unrecorded}{named}: {why}; "
+        f"kernelscope's own cost {_secs(cost)} s"
     )
+
+
+def _parts(parts: dict[str, Any]) -> str:
+    """Which parts of the run the profile holds: "set-up in part, steps 1-4 and 27, the tail whole"."""
+    words = {"whole": "whole", "part": "in part"}
+    out: list[str] = []
+    before = parts.get("before_first_step")
+    if before in words:
+        out.append(f"set-up and step 0 {words[before]}")
+    ranges = [r for r in parts.get("whole_steps") or [] if isinstance(r, list) and len(r) == 2]
+    if ranges:
+        shown = [f"{a}" if a == b else f"{a}-{b}" for a, b in ranges[:4]]
+        more = f" and {len(ranges) - 4} more ranges" if len(ranges) > 4 else ""
+        out.append("steps " + ", ".join(shown) + more)
+    tail = parts.get("tail")
+    if tail in words:
+        out.append(f"after the last step {words[tail]}")
+    return "holds " + ", ".join(out) if out else "holds no whole step"
 
 
 def _secs(seconds: float) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..analysis.summary import coverage_note
+from ..collect.policy import GRACE_SECONDS_DEFAULT
 from ..errors import BadInputError
 from ..render.json_view import dump
 from .history import add_run_arguments, record_run
@@ -48,8 +49,15 @@ class RunCommand:
             default=None,
             metavar="FRACTION",
             help="spend at most FRACTION of the program's own time on recording (everything counts: recording, "
-            "stopping, folding; never less than 0.2 s), sampling whole steps when it would be more; 0 records every op "
+            "stopping, folding; never less than --grace), sampling whole steps when it would be more; 0 records every op "
             "(default: 0.1, or 0 with --steps, --duration or --schedule)",
+        )
+        parser.add_argument(
+            "--grace",
+            type=non_negative_float,
+            default=GRACE_SECONDS_DEFAULT,
+            metavar="SECONDS",
+            help="kernelscope's cost always allowed, so that a short run is recorded whole (default: %(default)g)",
         )
         parser.add_argument(
             "--shapes",
@@ -183,6 +191,7 @@ def _run_torch(args: argparse.Namespace, output: str) -> tuple[Any, Any, str, st
         profile_memory=not args.no_memory,
         memory="off" if args.no_memory else args.memory,
         max_overhead=args.max_overhead,
+        grace_seconds=args.grace,
         compile_capture=not args.no_compile_provenance,
         steps=args.steps,
         duration=args.duration,

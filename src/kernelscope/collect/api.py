@@ -17,8 +17,10 @@ from typing import Any, TypeVar
 
 from ..errors import UsageError
 from ..model import Profile
-from .plan import Plan, Schedule
-from .torch_live import FOLD_CALLS_DEFAULT, FOLD_SECONDS_DEFAULT, Session
+from .options import FOLD_CALLS_DEFAULT, FOLD_SECONDS_DEFAULT, LiveOptions
+from .plan import Schedule
+from .policy import GRACE_SECONDS_DEFAULT
+from .torch_live import Session
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -26,6 +28,7 @@ _session: Session | None = None
 
 
 def start(
+    options: LiveOptions | None = None,
     *,
     skip_first: int = 0,
     shapes: str = "sample",
@@ -33,6 +36,7 @@ def start(
     profile_memory: bool = True,
     memory: str | None = None,
     max_overhead: float | None = None,
+    grace_seconds: float = GRACE_SECONDS_DEFAULT,
     compile_capture: bool = True,
     steps: int | None = None,
     duration: float | None = None,
@@ -40,9 +44,11 @@ def start(
     record_from: str = "start",
     fold_seconds: float = FOLD_SECONDS_DEFAULT,
     fold_calls: int = FOLD_CALLS_DEFAULT,
+    argv: list[str] | None = None,
 ) -> Session:
-    """Begin a profile. With ``skip_first=N`` recording starts after N calls to ``step()``.
+    """Begin a profile (``options``: a ready ``LiveOptions``, else built from the keywords).
 
+    With ``skip_first=N`` recording starts after N calls to ``step()``.
     ``steps``/``duration``: stop recording after that many recorded steps / seconds of recording.
     ``schedule``: torch.profiler-style ``Schedule(wait, warmup, active, repeat)`` or its text form
     ``"wait=1,active=3,repeat=2"``, counted in ``step()`` calls after ``skip_first``.
@@ -58,28 +64,35 @@ def start(
     window ("all") or not at all ("off"); default: "all" with ``shapes="all"``, "off" with
     ``profile_memory=False``, else "sample".
     ``max_overhead``: spend at most this fraction of the program's own time on recording (everything counts:
-    recording, stopping, folding, starting windows; never less than 0.2 s): past it the run is sampled in whole
-    steps. 0: record every op. Default: 0.1, or 0 when
+    recording, stopping, folding, starting windows), never less than ``grace_seconds`` (3 s: a short run is
+    recorded whole); past it the run is sampled in whole steps. 0: record every op. Default: 0.1, or 0 when
     ``steps``, ``duration`` or ``schedule`` is given. The profile's ``coverage`` metadata says what was
     recorded.
     """
     global _session
     if _session is not None:
         raise UsageError("a kernelscope profile is already running; finalize() it first")
-    if isinstance(schedule, str):
-        schedule = Schedule.parse(schedule)
-    s = Session(
-        plan=Plan(skip_first=skip_first, schedule=schedule, steps=steps, duration=duration),
-        record_from=record_from,
-        fold_seconds=fold_seconds,
-        fold_calls=fold_calls,
-        shapes=shapes,
-        shape_seconds=shape_seconds,
-        profile_memory=profile_memory,
-        memory=memory,
-        max_overhead=max_overhead,
-        compile_capture=compile_capture,
-    )
+    if options is None:
+        try:
+            options = LiveOptions.make(
+                skip_first=skip_first,
+                steps=steps,
+                duration=duration,
+                schedule=schedule,
+                shapes=shapes,
+                profile_memory=profile_memory,
+                memory=memory,
+                shape_seconds=shape_seconds,
+                max_overhead=max_overhead,
+                grace_seconds=grace_seconds,
+                record_from=record_from,
+                fold_seconds=fold_seconds,
+                fold_calls=fold_calls,
+                compile_capture=compile_capture,
+            )
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    s = Session(options, argv=argv)
     s.start()
     _session = s
     return s

@@ -19,6 +19,7 @@ def session_metadata(s: Session) -> dict[str, Any]:
 
     from .. import __version__
 
+    r = s.recorder
     devices = torch_devices()
     return {
         "tool": "kernelscope",
@@ -33,29 +34,28 @@ def session_metadata(s: Session) -> dict[str, Any]:
         "rank": int(os.environ.get("RANK", "0")),
         "world_size": int(os.environ.get("WORLD_SIZE", "1")),
         "git_commit": _git_commit(),
-        "steps": s.steps,
-        "windows": s.windows,
-        "events": s.events,
-        "fold_seconds": s.fold_time,
-        "wall_ns": int(s.recorded_seconds * 1e9),  # wall time the recorded windows cover
+        "steps": s.log.steps,
+        "windows": r.windows,
+        "events": r.events,
+        "fold_seconds": r.fold_time,
+        "wall_ns": int(r.recorded_seconds * 1e9),  # wall time the recorded windows cover
         "recording": {
             "from": s.record_from,
             "plan": s.plan.describe(),
             "recorded_steps": s.recorded_steps,
-            "recorded_seconds": s.recorded_seconds,
+            "recorded_seconds": r.recorded_seconds,
             "deferred_window_changes": s.deferred,
             "paused_for_compiling": s.compile_pauses,
+            "last_decision": s.last_decision.reason,
         },
         "coverage": _coverage(s),
-        "device_run": s._device_run,
+        "device_run": r.device_run,
     }
 
 
 def _coverage(s: Session) -> dict[str, Any]:
-    cov = s.budget.coverage(s.recorded_seconds, s.recorded_steps, s.steps, s.recorded_cpu_seconds)
+    cov = s.accounts.coverage(s.log)
     cov["step_source"] = s.step_source.source
-    cov["compile_seconds"] = s.compile_seconds
-    cov["import_seconds"] = s.import_seconds
     if s.deferred:
         cov["missed"] = (
             f"recording waited {s.deferred} time(s) for torch code that held the profiler's state (an optimizer "

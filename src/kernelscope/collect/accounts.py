@@ -1,0 +1,235 @@
+"""Every time figure a live profile states, and which parts of the run it recorded whole.
+
+``Accounts`` keeps kernelscope's own cost apart from the program's time, measured one way in every run:
+the program's time is the wall time from the session's start to its end less kernelscope's cost. The cost
+is what kernelscope measured itself spending outside the program (opening, stopping and folding windows,
+collecting their garbage) plus an estimate of what recording cost inside the windows (the Python tracer and
+the op callbacks: events × a per-event cost, never more than the window's time outside its ops).
+
+``StepLog`` follows the step boundaries: a step is recorded *whole* when a window was open from the
+boundary that began it to the one that ended it without a gap (a turnover closes and opens at one point:
+no gap). What ran before the first boundary (set-up and the first step) and after the last one (the tail)
+are parts of their own; each is "whole", "part" or "none".
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .policy import Budget
+
+# The rate assumed before a window has been measured: cost per second of the program recorded, the median
+# of the live matrix's programs (benchmarks/README.md); the first fold measures the real one.
+ASSUMED_RATE = 2.5
+# The recording cost of one event inside a window (the Python tracer and op callbacks): benchmarks/README.md
+# (bench_budget.py), bounded per window by the window's time outside its ops.
+RECORD_COST_PER_EVENT = 0.4e-6
+TRUSTED_SECONDS = 0.05  # recorded seconds after which the measured rate replaces the assumed one
+
+
+@dataclass
+class StepLog:
+    steps: int = 0  # boundaries seen
+    whole: list[int] = field(default_factory=list)  # steps (0 = what ran before the first boundary) recorded whole
+    partial: int = 0  # steps recorded in part
+    before_first: str = "none"  # set-up and the first step: whole, part, none
+    tail: str = "none"
+    _gap: bool = False  # recording stopped (or never began) since the last boundary
+    _any: bool = False  # something was recorded since the last boundary
+    _paused: bool = False  # stopped for a pause that records nothing of the program's own (an import, a compile)
+
+    def started(self) -> None:
+        """Recording may begin from here (the program's first op): nothing before it is missing."""
+        self._gap = self._any = self._paused = False
+
+    def opened(self, at_step: bool = False) -> None:
+        """A window opened; ``at_step``: at the boundary itself, so the step that begins here is whole so far."""
+        if at_step:
+            self._gap = False
+        self._any = True
+        self._paused = False  # the pause is over and recording goes on: no gap
+
+    def closed(self, pause: bool = False, at_step: bool = False) -> None:
+        """A window closed; ``pause``: for an import or a compile, whose work is not the step's: a gap only
+        when no window opens again before the next boundary; ``at_step``: at the boundary itself, so nothing
+        of the step that begins here was recorded."""
+        if at_step:
+            self._any = False
+        if pause:
+            self._paused = True
+        else:
+            self._gap = True
+
+    def boundary(self, recording: bool) -> None:
+        """A step ended; ``recording``: a window is open at this point."""
+        self._gap = self._gap or self._paused
+        self._paused = False
+        state = "whole" if recording and not self._gap else "part" if self._any else "none"
+        if self.steps == 0:
+            self.before_first = state
+        elif state == "whole":
+            self.whole.append(self.steps)
+        elif state == "part":
+            self.partial += 1
+        self.steps += 1
+        self._gap, self._any = not recording, recording
+
+    def restart(self, recording: bool) -> None:
+        """Another step source won (steps.py): what was counted was the first step of the new source."""
+        self.steps, self.whole, self.partial = 0, [], 0
+        self._gap, self._any = False, recording or self._any
+
+    def end(self, recording: bool) -> None:
+        self._gap = self._gap or self._paused
+        self.tail = "whole" if recording and not self._gap and self._any else "part" if self._any else "none"
+        if self.steps == 0:  # no step at all: the whole run is "before the first step"
+            self.before_first, self.tail = self.tail, "none"
+
+    @property
+    def whole_count(self) -> int:
+        """Steps recorded whole, the first one included when all that ran before the first boundary was."""
+        return len(self.whole) + (self.before_first == "whole" and self.steps > 0)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "before_first_step": self.before_first,
+            "whole_steps": _ranges(self.whole),
+            "partial_steps": self.partial,
+            "tail": self.tail,
+        }
+
+
+def _ranges(steps: list[int]) -> list[list[int]]:
+    out: list[list[int]] = []
+    for s in steps:
+        if out and out[-1][1] == s - 1:
+            out[-1][1] = s
+        else:
+            out.append([s, s])
+    return out
+
+
+class Accounts:
+    """What kernelscope spent and what it recorded. ``clock`` is injectable (tests use a fake one)."""
+
+    def __init__(self, budget: Budget, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.budget = budget
+        self.clock = clock
+        self.started = clock()
+        self.ended: float | None = None
+        self.own = 0.0  # measured: opening, stopping, folding windows, their garbage collection
+        self.recording = 0.0  # estimated: the tracer's cost inside the windows
+        self.recorded = 0.0  # the program's own time inside recorded windows
+        self.recorded_wall = 0.0
+        self.recorded_cpu = 0.0
+        self.compile_seconds = 0.0  # torch.compile compiling (not recorded, the program's time)
+        self.import_seconds = 0.0  # importing torch's compiler (not recorded, the program's time)
+        self._window_cost = 0.0
+        self.fixed = 0.0  # the fixed cost of stopping a window, as the last one measured it
+        self._window_seconds = 0.0
+        self.holds = 0
+        self.held_seconds = 0.0
+        self.held_steps = 0
+        self._held_since: float | None = None
+
+    # --- what was spent ---------------------------------------------------------------------------
+    def charge(self, seconds: float) -> None:
+        self.own += seconds
+
+    @property
+    def cost(self) -> float:
+        return self.own + self.recording
+
+    @property
+    def measured(self) -> bool:
+        return self._window_seconds >= TRUSTED_SECONDS
+
+    @property
+    def rate(self) -> float:
+        """kernelscope's cost per CPU second of the program recorded: measured, once enough was recorded."""
+        if not self.measured:
+            return ASSUMED_RATE
+        return self._window_cost / max(self._window_seconds, 1e-9)
+
+    def window_closed(
+        self,
+        *,
+        window: float,
+        events: int,
+        op_seconds: float,
+        stop_and_fold: float,
+        fixed: float = 0.0,
+        cpu: float | None = None,
+    ) -> None:
+        """A window of ``window`` wall seconds, holding ``op_seconds`` of op time, was stopped and folded
+        in ``stop_and_fold`` seconds; ``fixed``: what opening it cost (stopping one has about the same fixed
+        part): left out of the rate, which is per CPU second of the recording thread (``cpu``; a program that
+        waits, for data or on a busy machine, records little while it waits)."""
+        recording = min(events * RECORD_COST_PER_EVENT, max(window - op_seconds, 0.0))
+        self.recording += recording
+        self.own += stop_and_fold
+        self.recorded += window - recording
+        self.recorded_wall += window
+        self._window_cost += max(recording + stop_and_fold - fixed, 0.0)
+        self.fixed = fixed
+        self._window_seconds += (window if cpu is None else cpu) - recording
+
+    def projected(self, window: float) -> float:
+        """The cost so far with the open window (``window`` CPU seconds old) projected in at the rate."""
+        return self.cost + (self.fixed + window * self.rate if window else 0.0)
+
+    def program_seconds(self, now: float | None = None) -> float:
+        end = self.ended if self.ended is not None else self.clock() if now is None else now
+        return max(end - self.started - self.cost, 0.0)
+
+    # --- what the budget held back ----------------------------------------------------------------
+    def hold(self) -> None:
+        if self._held_since is None:
+            self._held_since = self.clock()
+            self.holds += 1
+
+    def release(self) -> None:
+        if self._held_since is not None:
+            self.held_seconds += self.clock() - self._held_since
+            self._held_since = None
+
+    @property
+    def holding(self) -> bool:
+        return self._held_since is not None
+
+    def step(self) -> None:
+        if self._held_since is not None:
+            self.held_steps += 1
+
+    def end(self) -> None:
+        if self.ended is None:
+            self.release()
+            self.ended = self.clock()
+
+    def coverage(self, log: StepLog) -> dict[str, Any]:
+        """The ``coverage`` metadata (docs/run.md)."""
+        end = self.ended if self.ended is not None else self.clock()
+        run = end - self.started
+        whole = log.whole_count
+        return {
+            "run_seconds": run,
+            "program_seconds": self.program_seconds(),
+            "recorded_seconds": min(self.recorded, self.program_seconds()),
+            "recorded_wall_seconds": self.recorded_wall,
+            "recorded_cpu_seconds": self.recorded_cpu,
+            "steps": log.steps,
+            "recorded_steps": whole,
+            "parts": log.describe(),
+            "max_overhead": self.budget.fraction,
+            "grace_seconds": self.budget.grace_seconds,
+            "overhead_seconds": self.cost,
+            "overhead_measured_seconds": self.own,
+            "budget_holds": self.holds,
+            "held_seconds": self.held_seconds,
+            "held_steps": self.held_steps,
+            "compile_seconds": self.compile_seconds,
+            "import_seconds": self.import_seconds,
+        }

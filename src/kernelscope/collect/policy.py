@@ -1,0 +1,142 @@
+"""When a live session records: a pure function from a snapshot of the run to one action and its reason.
+
+The session (torch_live.py) takes a ``Snapshot`` at every checkpoint (a step boundary, a module call, every
+N-th torch call), asks ``decide`` and carries the ``Decision`` out where it is safe (safepoint.py). Nothing
+here reads a clock or torch: tests drive it with literal snapshots.
+
+The default policy, with ``fraction`` f and ``grace`` g (``Budget``):
+
+- **Before the first step** (set-up, or a program without steps) everything is recorded until kernelscope's
+  cost reaches a share of the grace (``setup_share``), so that what is left of it goes to whole steps.
+- **At a step boundary** a window opens, or the open one goes on, when recording one more step (its length
+  times the measured cost rate) keeps the cost within ``max(g, f × program time)``; the first
+  ``whole_steps`` steps are owed: they are recorded whenever one step costs less than the grace to record.
+  Otherwise the open window closes *at* the boundary: a recorded step is always a whole step.
+- **Inside a step** a window never opens (the step would be a fragment) and closes only when the step has
+  run so far past its projection that the cost passes the allowance: one step costs more to record than the
+  budget allows (the session counts that step as recorded in part and the header says so).
+- A short program is recorded whole: when everything costs less than the grace nothing is ever held.
+
+``fraction`` 0 turns the budget off (record everything the plan asks for).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+GRACE_SECONDS_DEFAULT = 3.0
+MAX_OVERHEAD_DEFAULT = 0.1
+SETUP_SHARE = 1 / 3  # of the grace, for what runs before the first step
+WHOLE_STEPS = 3  # whole steps owed to every run that makes them, when one step fits in the grace
+# Inside a step the open window is cut only when the cost passes the allowance by this factor: the projection
+# of an open window is an estimate, and a cut costs the step.
+OVERRUN = 1.25
+MIN_WINDOW = 0.1  # seconds of the program a window must be able to record to be worth opening (no steps)
+
+
+class Action(enum.Enum):
+    NOTHING = "nothing"
+    OPEN = "open"
+    CLOSE = "close"
+    TURN_OVER = "turn over"  # close and fold the open window, open the next one at once (no gap)
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Action
+    reason: str
+    held: bool = False  # the budget is what keeps recording off
+
+
+@dataclass(frozen=True)
+class Budget:
+    fraction: float = MAX_OVERHEAD_DEFAULT  # 0: no budget, record everything the plan asks for
+    grace_seconds: float = GRACE_SECONDS_DEFAULT  # kernelscope's cost always allowed
+    setup_share: float = SETUP_SHARE
+    whole_steps: int = WHOLE_STEPS
+
+    def __post_init__(self) -> None:
+        if self.fraction < 0 or self.grace_seconds < 0:
+            raise ValueError("the overhead budget and its grace must not be negative")
+
+    @property
+    def off(self) -> bool:
+        return self.fraction <= 0
+
+    def allowance(self, program_seconds: float) -> float:
+        """The cost allowed after ``program_seconds`` of the program's own time."""
+        return max(self.grace_seconds, self.fraction * max(program_seconds, 0.0))
+
+    def allows(self, *, cost: float, program_seconds: float) -> bool:
+        return self.off or cost <= self.allowance(program_seconds)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    recording: bool  # a window is open
+    blocked: str | None = None  # why nothing may be recorded now (paused, compiling, the program's profiler...)
+    plan_wants: bool = True  # the plan (skip_first, schedule, steps, duration) wants this moment recorded
+    at_step: bool = False  # at a step boundary
+    steps: int = 0  # step boundaries seen since recording could begin
+    whole_steps: int = 0  # steps recorded whole so far
+    fold_due: bool = False  # the open window has run long enough to be folded
+    cost: float = 0.0  # kernelscope's cost so far, the open window's projected in
+    program_seconds: float = 0.0  # the program's own time so far
+    step_seconds: float | None = None  # the last step's own time, once one was seen whole
+    rate: float = 0.0  # kernelscope's cost per second of the program recorded (measured or assumed)
+    sampled: bool = False  # the budget has held recording back before: the run is being sampled
+
+
+def _keep(s: Snapshot, why: str) -> Decision:
+    return (
+        Decision(Action.TURN_OVER, f"{why}; the window is due to fold") if s.fold_due else Decision(Action.NOTHING, why)
+    )
+
+
+def decide(s: Snapshot, budget: Budget) -> Decision:
+    if s.blocked is not None:
+        return Decision(Action.CLOSE if s.recording else Action.NOTHING, s.blocked)
+    if not s.plan_wants:
+        return Decision(Action.CLOSE if s.recording else Action.NOTHING, "the plan does not record here")
+    if budget.off:
+        return _keep(s, "recording everything") if s.recording else Decision(Action.OPEN, "recording everything")
+    if s.steps == 0:
+        return _before_steps(s, budget)
+    if s.at_step:
+        return _at_step(s, budget)
+    if not s.recording:
+        if not s.sampled and s.cost + s.rate * MIN_WINDOW <= budget.allowance(s.program_seconds):
+            return Decision(Action.OPEN, "recording everything while it fits the budget")
+        return Decision(Action.NOTHING, "windows open at step boundaries: a recorded step is a whole step", True)
+    if s.cost > OVERRUN * budget.allowance(s.program_seconds) and not _owed(s, budget):
+        return Decision(Action.CLOSE, "this step costs more to record than the budget allows: cut inside it", True)
+    return _keep(s, "recording a whole step")
+
+
+def _before_steps(s: Snapshot, budget: Budget) -> Decision:
+    """Set-up, or a program that has made no step yet: a share of the grace, then the fraction."""
+    limit = max(budget.setup_share * budget.grace_seconds, budget.fraction * s.program_seconds)
+    if s.recording:
+        if s.cost > limit:
+            return Decision(Action.CLOSE, "before the first step: its share of the budget is spent", True)
+        return _keep(s, "before the first step: within its share of the budget")
+    if s.cost + s.rate * MIN_WINDOW <= limit:
+        return Decision(Action.OPEN, "before the first step: within its share of the budget")
+    return Decision(Action.NOTHING, "before the first step: its share of the budget is spent", True)
+
+
+def _owed(s: Snapshot, budget: Budget) -> bool:
+    """One of the first whole steps, and one step costs less than the grace to record."""
+    step_cost = (s.step_seconds or 0.0) * s.rate
+    return s.whole_steps < budget.whole_steps and step_cost <= budget.grace_seconds
+
+
+def _at_step(s: Snapshot, budget: Budget) -> Decision:
+    step = s.step_seconds or 0.0  # unknown before a step was seen whole: the next step measures it
+    fits = budget.allows(cost=s.cost + step * s.rate, program_seconds=s.program_seconds + step)
+    if fits or _owed(s, budget):
+        why = "one more whole step fits the budget" if fits else "one of the first whole steps"
+        return _keep(s, why) if s.recording else Decision(Action.OPEN, why)
+    why = "the next step would overrun the budget"
+    return Decision(Action.CLOSE if s.recording else Action.NOTHING, why, True)

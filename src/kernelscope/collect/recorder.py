@@ -1,0 +1,183 @@
+"""The mechanism of a live torch session: open a window (one torch profiler run), stop it, fold its events
+into the tree through the one engine (torch_fold.py). It decides nothing: the session asks the policy
+(policy.py) when, and the recorder reports what each window cost so the accounts (accounts.py) can say it.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ._process import _quiet_fd
+from .continued import Chain, OpenFrames
+from .safepoint import StackSafety, in_backward
+from .sampling import Sampling
+from .torch_fold import WindowFolder
+
+# The profiler's results sit in reference cycles: collected once this many events were folded since the
+# last collection (a full collection is costly with torch loaded: not after every small window).
+GC_EVENTS = 200_000
+
+
+@dataclass(frozen=True)
+class Closed:
+    """What one window was and cost."""
+
+    window: float  # wall seconds it was open
+    cpu: float  # the recording thread's CPU seconds while it was open
+    events: int
+    op_seconds: float  # op time folded from it
+    stop_and_fold: float  # seconds spent stopping and folding it
+    after: float  # seconds spent after the fold (garbage collection, sampling snapshots)
+    opened: float  # seconds it took to open
+
+
+class Recorder:
+    def __init__(
+        self,
+        sampling: Sampling,
+        safety: StackSafety,
+        module_path: Callable[[int], tuple[str, str] | None],
+        scope_metrics: Mapping[str, deque[dict[str, float]]],
+    ) -> None:
+        self.sampling = sampling
+        self.safety = safety
+        self.folder = WindowFolder(module_path, scope_metrics)
+        self.prof: Any = None
+        self.windows = 0
+        self.events = 0
+        self.fold_time = 0.0
+        self.recorded_seconds = 0.0  # wall seconds of the windows (the shape sample's clock)
+        self.cuda = False
+        self.device_run = False
+        self.compile: Any = None  # CompileCapture, once the program compiles
+        self.compile_spans: list[tuple[int, int]] = []
+        self.triton: Any = None
+        self.warnings: list[str] = []
+        self._ran_on = OpenFrames()  # frames running on from one window into the next (one call each)
+        self._chain: Chain = ()
+        self._start = 0.0
+        self._cpu = (0.0, 0)
+        self._uncollected = 0
+        self._opened = 0.0
+
+    @property
+    def builder(self) -> Any:
+        return self.folder.builder
+
+    @property
+    def open(self) -> bool:
+        return self.prof is not None
+
+    def age(self) -> float:
+        return time.perf_counter() - self._start if self.prof is not None else 0.0
+
+    def cpu_age(self) -> float:
+        """The recording thread's CPU seconds since the window opened (what recording costs grows with)."""
+        if self.prof is None:
+            return 0.0
+        cpu0, thread = self._cpu
+        return time.thread_time() - cpu0 if thread == threading.get_ident() else self.age()
+
+    def start(self) -> float:
+        """Open a window; returns the seconds it took."""
+        import torch
+        from torch.autograd.profiler import profile
+
+        # torch.autograd.profiler directly: torch.profiler.profile's start imports torch._inductor
+        self.cuda = torch.cuda.is_available()
+        t0 = time.perf_counter()
+        self.sampling.opening(t0)
+        self._chain = self._ran_on.at_open()
+        with _quiet_fd(2):
+            prof = profile(
+                use_kineto=True,
+                use_device="cuda" if self.cuda else None,
+                record_shapes=self.sampling.window_shapes,
+                profile_memory=self.sampling.window_memory,
+                with_stack=True,
+                with_modules=True,
+            )
+            prof._kernelscope_own = True  # type: ignore[attr-defined]  # not the program's own profiler (foreign.py)
+            prof.__enter__()  # type: ignore[no-untyped-call]
+        if self.triton is None and "triton" in sys.modules:
+            from .triton.launches import LaunchRecorder
+
+            self.triton = LaunchRecorder.install_if_available()
+        self.prof = prof
+        self.safety.opened()
+        self.windows += 1
+        self._start = time.perf_counter()
+        self._cpu = (time.thread_time(), threading.get_ident())
+        self._opened = self._start - t0
+        return self._opened
+
+    def can_stop(self, finalizing: bool = False) -> bool:
+        """Inside backward() the profiler cannot be stopped (safepoint.py): it stops after."""
+        return self.prof is not None and (finalizing or not in_backward())
+
+    def stop(self, compile_entry: bool = False, skip: int = 2) -> Closed:
+        """Stop and fold the open window (``can_stop`` first)."""
+        prof, self.prof = self.prof, None
+        start = time.perf_counter()
+        window = start - self._start
+        self.recorded_seconds += window
+        cpu0, thread = self._cpu
+        cpu = time.thread_time() - cpu0 if thread == threading.get_ident() else window
+        with _quiet_fd(2):
+            prof.__exit__(None, None, None)
+        self._ran_on.at_close()
+        self.safety.stopped(skip=skip + 1, compile_entry=compile_entry)
+        t0 = time.perf_counter()
+        ops0 = self._op_seconds()
+        events = self._fold(prof.kineto_results, shapes=self.sampling.window_shapes, continued=self._chain)
+        ops = self._op_seconds() - ops0
+        # the profiler object sits in reference cycles with its results: break what we can and collect the
+        # rest here, not in a later timed step (without the collection peak memory grows with the run)
+        prof.kineto_results = None
+        del prof
+        folded = time.perf_counter()
+        self.fold_time += folded - t0
+        self._uncollected += events
+        if self._uncollected >= GC_EVENTS:
+            gc.collect()
+            self._uncollected = 0
+        self.sampling.closed(self.builder, self.recorded_seconds, time.perf_counter())
+        return Closed(window, cpu, events, ops, folded - start, time.perf_counter() - folded, self._opened)
+
+    def fold_foreign(self, prof: Any) -> float:
+        """Fold what the program's own profiler recorded; returns the seconds it took."""
+        t0 = time.perf_counter()
+        self._fold(prof.kineto_results, shapes=bool(getattr(prof, "record_shapes", False)), continued=())
+        took = time.perf_counter() - t0
+        self.fold_time += took
+        return took
+
+    def _fold(self, results: Any, *, shapes: bool, continued: Chain) -> int:
+        events = self.folder.fold(
+            results,
+            shapes=shapes,
+            cuda=self.cuda,
+            compile_capture=self.compile,
+            notes=self.warnings,
+            compiling=tuple(self.compile_spans),
+            continued=continued,
+        )
+        self.compile_spans.clear()
+        self.events += events
+        self.device_run = self.folder.device_run
+        return events
+
+    def _op_seconds(self) -> float:
+        b = self.builder
+        metric = "time_ns" if not self.device_run else "cpu_time_ns"
+        return float(sum(b.metric_values(metric).values())) / 1e9
+
+    def clear(self) -> None:
+        self._ran_on.clear()

@@ -1,0 +1,177 @@
+"""The live recording policy (a pure function of a snapshot), the step log and the accounts, with literal
+snapshots and a fake clock: every pattern of the live matrix as a sequence of checkpoints."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from kernelscope.collect.accounts import Accounts, StepLog
+from kernelscope.collect.options import LiveOptions
+from kernelscope.collect.plan import Plan
+from kernelscope.collect.policy import Action, Budget, Snapshot, decide
+
+BUDGET = Budget(0.1, grace_seconds=3.0)
+
+
+def act(**kw: object) -> Action:
+    return decide(Snapshot(**kw), BUDGET).action  # type: ignore[arg-type]
+
+
+# --- the decision ---------------------------------------------------------------------------------------
+
+
+def test_blocked_or_unwanted_closes_and_never_opens() -> None:
+    for kw in ({"blocked": "torch.compile is compiling"}, {"plan_wants": False}):
+        assert act(recording=True, **kw) is Action.CLOSE
+        assert act(recording=False, **kw) is Action.NOTHING
+    off = Budget(0.0)
+    assert decide(Snapshot(recording=False, steps=5, cost=1e9), off).action is Action.OPEN
+    assert decide(Snapshot(recording=True, steps=5, cost=1e9, fold_due=True), off).action is Action.TURN_OVER
+
+
+def test_set_up_gets_a_share_of_the_grace_then_waits_for_a_step() -> None:
+    assert act(recording=False) is Action.OPEN
+    assert act(recording=True, cost=0.9) is Action.NOTHING
+    assert act(recording=True, cost=0.9, fold_due=True) is Action.TURN_OVER
+    d = decide(Snapshot(recording=True, cost=1.1), BUDGET)
+    assert d.action is Action.CLOSE and d.held and "first step" in d.reason
+    assert act(recording=False, cost=1.1) is Action.NOTHING
+    # a program with no steps at all is sampled by time once its own time grows past the share
+    assert act(recording=False, cost=1.1, program_seconds=20.0, rate=1.0) is Action.OPEN
+
+
+def test_a_window_opens_only_at_a_step_boundary_once_the_run_is_sampled() -> None:
+    held = {"recording": False, "steps": 10, "whole_steps": 3, "sampled": True, "rate": 2.0, "step_seconds": 0.5}
+    assert act(**held, cost=3.0, program_seconds=10.0) is Action.NOTHING  # mid-step: never a fragment
+    assert act(**held, cost=3.0, program_seconds=10.0, at_step=True) is Action.NOTHING  # 3 + 1 > 3.05
+    assert act(**held, cost=3.0, program_seconds=50.0, at_step=True) is Action.OPEN  # 4 <= 5.05
+    # a step that fits is recorded on; one that would overrun closes the window at the boundary
+    rec = {**held, "recording": True, "at_step": True}
+    assert act(**rec, cost=3.0, program_seconds=50.0) is Action.NOTHING
+    d = decide(Snapshot(**rec, cost=3.0, program_seconds=10.0), BUDGET)  # type: ignore[arg-type]
+    assert d.action is Action.CLOSE and d.held
+
+
+def test_the_first_whole_steps_are_owed_when_one_step_fits_the_grace() -> None:
+    owed = {"recording": True, "at_step": True, "steps": 1, "cost": 2.9, "rate": 2.0, "step_seconds": 1.0}
+    assert act(**owed, whole_steps=0) is Action.NOTHING  # 2.9 + 2 > 3, but one of the first three
+    assert act(**owed, whole_steps=3) is Action.CLOSE
+    assert act(**{**owed, "step_seconds": 2.0}, whole_steps=0) is Action.CLOSE  # one step costs 4 s > grace
+
+
+def test_inside_a_step_the_window_is_cut_only_well_past_the_allowance() -> None:
+    mid = {"recording": True, "steps": 4, "whole_steps": 3, "program_seconds": 10.0}
+    assert act(**mid, cost=3.5) is Action.NOTHING
+    d = decide(Snapshot(**mid, cost=4.0), BUDGET)  # type: ignore[arg-type]
+    assert d.action is Action.CLOSE and "inside" in d.reason
+
+
+def test_a_short_run_is_recorded_whole_under_the_grace() -> None:
+    """A run whose whole recording costs less than the grace: the policy never closes a window."""
+    log, cost, recording = StepLog(), 0.0, False
+    log.started()
+    for step in range(6):
+        for _ in range(3):  # checkpoints inside the step
+            d = decide(Snapshot(recording=recording, steps=log.steps, whole_steps=log.whole_count, cost=cost), BUDGET)
+            assert d.action in (Action.OPEN, Action.NOTHING, Action.TURN_OVER), (step, d)
+            recording = True
+            cost += 0.1
+        log.boundary(recording)
+    log.end(recording)
+    assert log.whole_count == 6 and log.before_first == "whole" and log.partial == 0
+
+
+# --- the step log -----------------------------------------------------------------------------------
+
+
+def test_a_step_is_whole_only_when_recorded_from_boundary_to_boundary() -> None:
+    log = StepLog()
+    log.started()
+    log.opened()
+    log.boundary(recording=True)  # before the first step: whole
+    log.boundary(recording=True)  # step 1 whole
+    log.closed()
+    log.boundary(recording=False)  # step 2 in part
+    log.boundary(recording=False)  # step 3 not recorded
+    log.opened()
+    log.boundary(recording=True)  # step 4: opened mid-step: in part
+    log.boundary(recording=True)  # step 5 whole
+    log.closed(pause=True)  # a compile: its work is not the step's ...
+    log.opened()  # ... and recording went on after it
+    log.boundary(recording=True)  # step 6 whole
+    log.closed(pause=True)
+    log.boundary(recording=False)  # step 7: the pause never ended: in part
+    log.end(recording=False)
+    assert log.before_first == "whole" and log.whole == [1, 5, 6] and log.partial == 3
+    assert log.whole_count == 4 and log.tail == "none"
+    assert log.describe()["whole_steps"] == [[1, 1], [5, 6]]
+
+
+def test_without_steps_the_whole_run_is_before_the_first_step() -> None:
+    log = StepLog()
+    log.started()
+    log.opened()
+    log.end(recording=True)
+    assert (log.before_first, log.tail, log.whole_count) == ("whole", "none", 0)
+
+
+# --- the accounts ---------------------------------------------------------------------------------
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_program_time_is_wall_time_less_kernelscopes_cost_and_never_less_than_its_ops() -> None:
+    clock = FakeClock()
+    a = Accounts(BUDGET, clock=clock)
+    a.charge(0.01)  # opening a window
+    clock.now += 0.01 + 1.0
+    # a window of 1 s whose ops took 0.9 s: the recording estimate is at most the 0.1 s outside them
+    a.window_closed(window=1.0, events=1_000_000, op_seconds=0.9, stop_and_fold=2.0, fixed=0.01)
+    clock.now += 2.0
+    assert a.cost == pytest.approx(0.01 + 2.0 + 0.1)
+    assert a.recorded == pytest.approx(0.9)
+    assert a.rate == pytest.approx((0.1 + 2.0 - 0.01) / 0.9)
+    a.end()
+    cov = a.coverage(StepLog())
+    assert cov["program_seconds"] == pytest.approx(3.01 - 2.11)
+    assert cov["program_seconds"] >= cov["recorded_seconds"] >= 0.9 - 1e-9
+
+
+def test_the_budget_hold_is_counted_once_until_released() -> None:
+    clock = FakeClock()
+    a = Accounts(BUDGET, clock=clock)
+    a.hold()
+    clock.now += 1.0
+    a.step()
+    a.hold()
+    clock.now += 1.0
+    a.release()
+    assert (a.holds, a.held_steps, a.held_seconds) == (1, 1, pytest.approx(2.0))
+
+
+# --- the options ----------------------------------------------------------------------------------
+
+
+def test_options_are_one_frozen_value_with_the_budget_they_imply() -> None:
+    o = LiveOptions.make()
+    assert o.budget == Budget(0.1, 3.0) and o.memory == "sample"
+    assert LiveOptions.make(steps=3).budget.off  # an explicit plan records what it asks for
+    assert LiveOptions.make(steps=3, max_overhead=0.2).budget.fraction == 0.2
+    assert LiveOptions.make(shapes="all").memory == "all"
+    assert LiveOptions.make(profile_memory=False).memory == "off"
+    assert LiveOptions.make(schedule="wait=1,active=2").plan.schedule is not None
+    with pytest.raises(ValueError):
+        LiveOptions.make(memory="some")
+    with pytest.raises(ValueError):
+        LiveOptions(plan=Plan(), max_overhead=-1)
+    with pytest.raises(AttributeError):
+        o.shapes = "all"  # type: ignore[misc]
+    assert replace(o, grace_seconds=1.0).budget.grace_seconds == 1.0
