@@ -336,3 +336,29 @@ def test_a_sampled_run_records_whole_steps_spread_over_the_run() -> None:
     # windows keep opening as the run goes (the allowance grows with the program's time), at step boundaries
     assert max(opened) >= 60, opened
     assert len({n for n in opened if n > 0}) >= 2, opened
+
+
+@pytest.mark.slow
+def test_an_internal_error_stops_recording_and_never_reaches_the_program(monkeypatch: Any) -> None:
+    torch = pytest.importorskip("torch")
+    from kernelscope.collect import torch_live
+    from kernelscope.collect.torch_live import Session
+
+    calls = {"n": 0}
+    decide = torch_live.decide
+
+    def failing(snapshot: Any, budget: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] > 3:
+            raise RuntimeError("a bug of kernelscope's")
+        return decide(snapshot, budget)
+
+    monkeypatch.setattr(torch_live, "decide", failing)
+    s = Session(compile_capture=False, fold_calls=100)
+    s.start()
+    x = torch.ones(8)
+    for _ in range(3000):
+        x = x + 1  # the program runs to its end with its own result
+    p = s.finalize()
+    assert float(x[0]) == 3001.0
+    assert any("internal error (RuntimeError: a bug of kernelscope's)" in w for w in p.metadata["warnings"])

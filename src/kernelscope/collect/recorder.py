@@ -21,7 +21,7 @@ from .sampling import Sampling
 from .torch_fold import WindowFolder
 
 # The profiler's results sit in reference cycles: collected once this many events were folded since the
-# last collection (a full collection is costly with torch loaded: not after every small window).
+# last collection, when the collection must scan the whole process (see Recorder._collect).
 GC_EVENTS = 200_000
 
 
@@ -66,6 +66,7 @@ class Recorder:
         self._cpu = (0.0, 0)
         self._uncollected = 0
         self._opened = 0.0
+        self._frozen = False  # the objects older than the open window are frozen (see _collect)
 
     @property
     def builder(self) -> Any:
@@ -95,6 +96,7 @@ class Recorder:
         t0 = time.perf_counter()
         self.sampling.opening(t0)
         self._chain = self._ran_on.at_open()
+        self._frozen = _freeze()  # before the profiler is made: its cycles are the window's garbage
         with _quiet_fd(2):
             prof = profile(
                 use_kineto=True,
@@ -145,9 +147,7 @@ class Recorder:
         folded = time.perf_counter()
         self.fold_time += folded - t0
         self._uncollected += events
-        if self._uncollected >= GC_EVENTS:
-            gc.collect()
-            self._uncollected = 0
+        self._collect()
         self.sampling.closed(self.builder, self.recorded_seconds, time.perf_counter())
         return Closed(window, cpu, events, ops, folded - start, time.perf_counter() - folded, self._opened)
 
@@ -179,5 +179,30 @@ class Recorder:
         metric = "time_ns" if not self.device_run else "cpu_time_ns"
         return float(sum(b.metric_values(metric).values())) / 1e9
 
+    def _collect(self) -> None:
+        """Collect the window's garbage (the profiler's results sit in reference cycles: without it peak memory
+        grows with the run). While the window was open every older object was frozen (``gc.freeze``), so the
+        collection scans only what was made since, then the old objects are handed back to the collector as
+        they were; a program that freezes objects itself gets a full collection now and then instead."""
+        if self._frozen:
+            gc.collect()
+            gc.unfreeze()
+            self._frozen = False
+            self._uncollected = 0
+        elif self._uncollected >= GC_EVENTS:
+            gc.collect()
+            self._uncollected = 0
+
     def clear(self) -> None:
+        if self._frozen:
+            gc.unfreeze()
+            self._frozen = False
         self._ran_on.clear()
+
+
+def _freeze() -> bool:
+    """Freeze every object the process holds now, unless the program uses ``gc.freeze`` itself."""
+    if gc.get_freeze_count() or not gc.isenabled():
+        return False
+    gc.freeze()
+    return True

@@ -99,6 +99,7 @@ class Session:
         self._step_times: deque[float] = deque(maxlen=9)  # the last steps' own CPU times, kernelscope's cost out
         self._step_cost = 0.0
         self._fresh = False
+        self._broken: str | None = None  # an internal error stopped recording
 
     # --- what other parts read -------------------------------------------------------------------
     @property
@@ -348,7 +349,7 @@ class Session:
         age = r.age()
         fold_due = r.open and (
             age >= self.options.fold_seconds
-            or (not self.accounts.measured and age >= PROBE_SECONDS)
+            or (not self.accounts.measured and not self.budget.off and age >= PROBE_SECONDS)
             or self.sampling.due(age)
             or (self.calls is not None and self.calls.calls - self._window_calls >= self.options.fold_calls)
         )
@@ -368,7 +369,23 @@ class Session:
         )
 
     def _checkpoint(self) -> None:
-        """A point between ops (module call, torch call, step, optimizer step): ask the policy, act."""
+        """A point between ops (module call, torch call, step, optimizer step): ask the policy, act. An error of
+        kernelscope's own never reaches the program: recording stops, and the profile says why."""
+        if self._broken is not None:
+            return
+        try:
+            self._decide_and_act()
+        except Exception as exc:
+            self._broken = f"kernelscope stopped recording after an internal error ({type(exc).__name__}: {exc})"
+            self.warnings.append(self._broken)
+            self._busy = False
+            try:
+                if self.recorder.open and self.recorder.can_stop():
+                    self.recorder.stop()
+            except Exception:
+                self.recorder.prof = None
+
+    def _decide_and_act(self) -> None:
         if self._import_since is not None and heavy_imports_done():
             self.accounts.import_seconds += time.perf_counter() - self._import_since
             self._import_since = None
