@@ -220,3 +220,41 @@ def test_a_sampled_profile_holds_whole_steps(program: str, tmp_path_factory: Any
     got = op_calls(load(str(out)))
     wrong = {op: (got[op], least[op], most[op]) for op in set(got) | set(least) if not least[op] <= got[op] <= most[op]}
     assert not wrong, f"ops outside the whole steps (recorded, least, most): {wrong}"
+
+
+BURN = "import time\nend = time.time() + 600\nwhile time.time() < end:\n    pass\n"
+
+
+@pytest.mark.parametrize(
+    "program",
+    [[str(MATRIX / "eager.py")], [str(REPO / "examples" / "tiny_transformer.py"), "--steps", "6"]],
+    ids=["eager", "tiny_transformer"],
+)
+def test_the_default_run_tells_the_truth_beside_a_busy_neighbour(program: list[str], tmp_path: Path) -> None:
+    """With another process burning a core: whole steps (at least min(steps - 1, 3), none in part),
+    kernelscope's own cost within its budget, the program's time never less than the op time inside it."""
+    burner = subprocess.Popen([sys.executable, "-c", BURN])
+    try:
+        out = tmp_path / "p.ksprof"
+        r = subprocess.run(
+            [sys.executable, "-m", "kernelscope", "run", "--no-view", "-o", str(out), *program],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env_without_color(),
+        )
+    finally:
+        burner.kill()
+        burner.wait()
+    assert r.returncode == 0, r.stderr[-3000:]
+    p = load(str(out))
+    cov = p.metadata["coverage"]
+    parts = cov["parts"]
+    assert cov["recorded_steps"] >= min(cov["steps"] - 1, 3), cov
+    assert parts["partial_steps"] == 0, cov
+    allowed = max(cov["grace_seconds"], cov["max_overhead"] * cov["program_seconds"])
+    assert cov["overhead_seconds"] <= 1.5 * allowed, cov  # (the first three whole steps may overrun a little)
+    assert cov["program_seconds"] >= p.total("time_ns") / 1e9, cov
+    assert cov["program_seconds"] >= cov["recorded_seconds"], cov
+    if cov["recorded_steps"] == 0:
+        assert "per-step" not in r.stderr
