@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from conftest import REPO, build, env_without_color
 from kernelscope.analysis.summary import coverage_note, summarize
-from kernelscope.collect.accounts import Accounts
+from kernelscope.collect.accounts import Accounts, Spend
 from kernelscope.collect.plan import Plan, Schedule
 from kernelscope.model import Frame, FrameKind
 from kernelscope.render.header_text import header_items
@@ -95,10 +97,12 @@ def test_time_not_recorded_is_named_for_what_it_was() -> None:
     # first step, in programs that never compile) are left out and said apart: one is not the other
     both = {**COVERAGE, "budget_holds": 0, "recorded_seconds": 20.0, "compile_seconds": 6.0, "import_seconds": 0.8}
     note = coverage_note({"coverage": both})
-    assert note is not None and "(6.0 s compiling with torch.compile and 0.80 s importing torch's compiler" in note
+    assert (
+        note is not None and "(6.0 s compiling with torch.compile and 0.80 s importing modules (torch._dynamo)" in note
+    )
     only_import = {**COVERAGE, "import_seconds": 0.8}
     note = coverage_note({"coverage": only_import})
-    assert note is not None and "(0.80 s importing torch's compiler (torch._dynamo), not recorded)" in note
+    assert note is not None and "(0.80 s importing modules (torch._dynamo), not recorded)" in note
     assert "compiling" not in note
     # what was left out does not count against coverage
     assert coverage_note({"coverage": {**both, "recorded_seconds": 30.5}}) is None
@@ -137,8 +141,12 @@ class CostlyAccounts(Accounts):
 
     extra = 1000.0
 
-    def charge(self, seconds: float) -> None:
-        super().charge(seconds + self.extra)
+    @contextlib.contextmanager
+    def spending(self) -> Iterator[Spend]:
+        with super().spending() as spend:
+            yield spend
+        self.own.wall += self.extra
+        self.own.cpu += self.extra
 
 
 def _adds(profile: object) -> float:
@@ -300,11 +308,10 @@ def test_a_frame_running_across_windows_is_one_call() -> None:
     assert _line_calls(p, "outer")[inner_line] == 6.0
 
 
-class FixedCostAccounts(Accounts):
+class FixedCostAccounts(CostlyAccounts):
     """Every window change costs 20 ms more than it did: a budget that holds, deterministically."""
 
-    def charge(self, seconds: float) -> None:
-        super().charge(seconds + 0.02)
+    extra = 0.02
 
 
 @pytest.mark.slow

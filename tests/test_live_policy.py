@@ -128,21 +128,32 @@ class FakeClock:
         return self.now
 
 
+class FakeCPU(FakeClock):
+    pass
+
+
 def test_program_time_is_wall_time_less_kernelscopes_cost_and_never_less_than_its_ops() -> None:
-    clock = FakeClock()
-    a = Accounts(BUDGET, clock=clock)
-    a.charge(0.01)  # opening a window
-    clock.now += 0.01 + 1.0
-    # a window of 1 s whose ops took 0.9 s: the recording estimate is at most the 0.1 s outside them
-    a.window_closed(window=1.0, events=1_000_000, op_seconds=0.9, stop_and_fold=2.0, fixed=0.01)
-    clock.now += 2.0
-    assert a.cost == pytest.approx(0.01 + 2.0 + 0.1)
+    clock, cpu = FakeClock(), FakeCPU()
+    a = Accounts(BUDGET, clock=clock, cpu_clock=cpu)
+    with a.spending() as opening:  # opening a window
+        clock.now += 0.01
+        cpu.now += 0.01
+    clock.now += 1.0  # the window: 1 s of wall, 0.5 s of CPU (the program waited for data half of it)
+    cpu.now += 0.5
+    with a.spending() as closing:
+        clock.now += 2.0
+        cpu.now += 2.0
+    # ops took 0.4 s: the recording estimate (1e6 events) is at most the 0.1 s of CPU outside them
+    a.window_closed(window=1.0, cpu=0.5, events=1_000_000, op_seconds=0.4, closing=closing, fixed=opening.cpu)
+    assert a.cost == pytest.approx(0.01 + 2.0 + 0.1) and a.cost_cpu == pytest.approx(0.01 + 2.0 + 0.1)
     assert a.recorded == pytest.approx(0.9)
-    assert a.rate == pytest.approx((0.1 + 2.0 - 0.01) / 0.9)
+    assert a.rate == pytest.approx((0.1 + 2.0 - 0.01) / 0.5)  # per CPU second recorded
+    assert a.projected(0.25) == pytest.approx(a.cost_cpu + 0.01 + 0.25 * a.rate)
     a.end()
     cov = a.coverage(StepLog())
     assert cov["program_seconds"] == pytest.approx(3.01 - 2.11)
-    assert cov["program_seconds"] >= cov["recorded_seconds"] >= 0.9 - 1e-9
+    assert cov["program_cpu_seconds"] == pytest.approx(2.51 - 2.11)
+    assert cov["program_seconds"] >= cov["recorded_seconds"] >= 0.4
 
 
 def test_the_budget_hold_is_counted_once_until_released() -> None:

@@ -114,7 +114,9 @@ def coverage_note(md: dict[str, Any]) -> str | None:
         why += f"; {partial} step(s) recorded in part (one step costs more to record than the budget allows)"
     left = [f"{_secs(compiling)} s compiling with torch.compile"] if compiling >= 0.05 else []
     if importing >= 0.05:  # (torch.optim loads torch._dynamo on a first step: a program need not compile)
-        left.append(f"{_secs(importing)} s importing torch's compiler (torch._dynamo)")
+        names = cov.get("imported")
+        what = ", ".join(str(n) for n in names[:3]) if isinstance(names, list) and names else "torch._dynamo"
+        left.append(f"{_secs(importing)} s importing modules ({what})")
     unrecorded = f" ({' and '.join(left)}, not recorded)" if left else ""
     named = f"; {_parts(parts)}" if parts and sampled else ""
     return (

@@ -14,8 +14,9 @@ are parts of their own; each is "whole", "part" or "none".
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,36 +113,74 @@ def _ranges(steps: list[int]) -> list[list[int]]:
     return out
 
 
-class Accounts:
-    """What kernelscope spent and what it recorded. ``clock`` is injectable (tests use a fake one)."""
+@dataclass
+class Spend:
+    """What one piece of kernelscope's own work took: wall seconds and the process's CPU seconds."""
 
-    def __init__(self, budget: Budget, clock: Callable[[], float] = time.perf_counter) -> None:
+    wall: float = 0.0
+    cpu: float = 0.0
+
+
+class Accounts:
+    """What kernelscope spent and what it recorded, on two clocks: wall time (what the profile states) and the
+    process's CPU time (what the budget decides on: a busy machine stretches the program's wall time and
+    kernelscope's alike, and a program waiting for data records nothing while it waits). The clocks are
+    injectable (tests use fake ones)."""
+
+    def __init__(
+        self,
+        budget: Budget,
+        clock: Callable[[], float] = time.perf_counter,
+        cpu_clock: Callable[[], float] = time.process_time,
+    ) -> None:
         self.budget = budget
         self.clock = clock
+        self.cpu_clock = cpu_clock
         self.started = clock()
+        self.started_cpu = cpu_clock()
         self.ended: float | None = None
-        self.own = 0.0  # measured: opening, stopping, folding windows, their garbage collection
+        self.ended_cpu: float | None = None
+        self.own = Spend()  # measured: opening, stopping, folding windows, their garbage collection
         self.recording = 0.0  # estimated: the tracer's cost inside the windows
         self.recorded = 0.0  # the program's own time inside recorded windows
         self.recorded_wall = 0.0
         self.recorded_cpu = 0.0
         self.compile_seconds = 0.0  # torch.compile compiling (not recorded, the program's time)
-        self.import_seconds = 0.0  # importing torch's compiler (not recorded, the program's time)
-        self._window_cost = 0.0
-        self.fixed = 0.0  # the fixed cost of stopping a window, as the last one measured it
-        self._window_seconds = 0.0
+        self.import_seconds = 0.0  # importing modules (not recorded, the program's time)
+        self._window_cost = 0.0  # CPU seconds the windows cost, their fixed part left out ...
+        self._window_seconds = 0.0  # ... per CPU second recorded
+        self.fixed = 0.0  # the fixed CPU cost of stopping a window, as the last one measured it
         self.holds = 0
         self.held_seconds = 0.0
         self.held_steps = 0
         self._held_since: float | None = None
 
+    def begin(self) -> None:
+        """Recording may begin from here: the program's time is counted from this point."""
+        self.started, self.started_cpu = self.clock(), self.cpu_clock()
+
     # --- what was spent ---------------------------------------------------------------------------
-    def charge(self, seconds: float) -> None:
-        self.own += seconds
+    @contextlib.contextmanager
+    def spending(self) -> Iterator[Spend]:
+        """Measure a piece of kernelscope's own work and charge it."""
+        spend = Spend()
+        w0, c0 = self.clock(), self.cpu_clock()
+        try:
+            yield spend
+        finally:
+            spend.wall, spend.cpu = self.clock() - w0, self.cpu_clock() - c0
+            self.own.wall += spend.wall
+            self.own.cpu += spend.cpu
 
     @property
     def cost(self) -> float:
-        return self.own + self.recording
+        """kernelscope's cost in wall seconds (what the profile states)."""
+        return self.own.wall + self.recording
+
+    @property
+    def cost_cpu(self) -> float:
+        """kernelscope's cost in CPU seconds (what the budget decides on)."""
+        return self.own.cpu + self.recording
 
     @property
     def measured(self) -> bool:
@@ -149,41 +188,39 @@ class Accounts:
 
     @property
     def rate(self) -> float:
-        """kernelscope's cost per CPU second of the program recorded: measured, once enough was recorded."""
+        """kernelscope's CPU cost per CPU second of the program recorded: measured, once enough was recorded."""
         if not self.measured:
             return ASSUMED_RATE
         return self._window_cost / max(self._window_seconds, 1e-9)
 
     def window_closed(
-        self,
-        *,
-        window: float,
-        events: int,
-        op_seconds: float,
-        stop_and_fold: float,
-        fixed: float = 0.0,
-        cpu: float | None = None,
+        self, *, window: float, cpu: float, events: int, op_seconds: float, closing: Spend, fixed: float = 0.0
     ) -> None:
-        """A window of ``window`` wall seconds, holding ``op_seconds`` of op time, was stopped and folded
-        in ``stop_and_fold`` seconds; ``fixed``: what opening it cost (stopping one has about the same fixed
-        part): left out of the rate, which is per CPU second of the recording thread (``cpu``; a program that
-        waits, for data or on a busy machine, records little while it waits)."""
-        recording = min(events * RECORD_COST_PER_EVENT, max(window - op_seconds, 0.0))
+        """A window open ``window`` wall and ``cpu`` CPU seconds, holding ``op_seconds`` of op time, was stopped
+        and folded (``closing``, already charged); ``fixed``: the CPU seconds opening it took (stopping one has
+        about the same fixed part), left out of the rate."""
+        recording = min(events * RECORD_COST_PER_EVENT, max(min(window, cpu) - op_seconds, 0.0))
         self.recording += recording
-        self.own += stop_and_fold
         self.recorded += window - recording
         self.recorded_wall += window
-        self._window_cost += max(recording + stop_and_fold - fixed, 0.0)
+        self.recorded_cpu += cpu
+        self._window_cost += max(recording + closing.cpu - fixed, 0.0)
+        self._window_seconds += cpu
         self.fixed = fixed
-        self._window_seconds += (window if cpu is None else cpu) - recording
 
-    def projected(self, window: float) -> float:
-        """The cost so far with the open window (``window`` CPU seconds old) projected in at the rate."""
-        return self.cost + (self.fixed + window * self.rate if window else 0.0)
+    def projected(self, window_cpu: float) -> float:
+        """The CPU cost so far with the open window (``window_cpu`` CPU seconds old) projected in at the rate."""
+        return self.cost_cpu + (self.fixed + window_cpu * self.rate if window_cpu else 0.0)
 
-    def program_seconds(self, now: float | None = None) -> float:
-        end = self.ended if self.ended is not None else self.clock() if now is None else now
+    def program_seconds(self) -> float:
+        """The program's own wall time since recording could begin: kernelscope's cost left out."""
+        end = self.ended if self.ended is not None else self.clock()
         return max(end - self.started - self.cost, 0.0)
+
+    def program_cpu(self) -> float:
+        """The program's own CPU time since recording could begin: kernelscope's cost left out."""
+        end = self.ended_cpu if self.ended_cpu is not None else self.cpu_clock()
+        return max(end - self.started_cpu - self.cost_cpu, 0.0)
 
     # --- what the budget held back ----------------------------------------------------------------
     def hold(self) -> None:
@@ -207,7 +244,7 @@ class Accounts:
     def end(self) -> None:
         if self.ended is None:
             self.release()
-            self.ended = self.clock()
+            self.ended, self.ended_cpu = self.clock(), self.cpu_clock()
 
     def coverage(self, log: StepLog) -> dict[str, Any]:
         """The ``coverage`` metadata (docs/run.md)."""
@@ -226,7 +263,9 @@ class Accounts:
             "max_overhead": self.budget.fraction,
             "grace_seconds": self.budget.grace_seconds,
             "overhead_seconds": self.cost,
-            "overhead_measured_seconds": self.own,
+            "overhead_measured_seconds": self.own.wall,
+            "overhead_cpu_seconds": self.cost_cpu,
+            "program_cpu_seconds": self.program_cpu(),
             "budget_holds": self.holds,
             "held_seconds": self.held_seconds,
             "held_steps": self.held_steps,

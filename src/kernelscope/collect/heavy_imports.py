@@ -1,10 +1,12 @@
-"""Stop recording while the program imports torch.compile's machinery.
+"""Stop recording while the program imports a module.
 
-Importing ``torch._dynamo`` (which imports ``torch._inductor``) runs ~1 s of Python: every call of it
-recorded by the Python tracer is ~1.5 million events and 20 s of folding. Programs import it without
-compiling anything: an optimizer's constructor does (``torch._disable_dynamo``). It is not the program's
-steady state, so the session stops its window when such an import begins (a finder at the head of
-``sys.meta_path`` that finds nothing, only watches) and records again at the next safe point after it.
+Importing a module runs its top-level code under the Python tracer: ``torch._dynamo`` (which imports
+``torch._inductor``) alone is ~1.5 million events and 20 s of folding, and libraries import parts of
+themselves lazily in the middle of a run (``transformers`` its loss functions at the first training step,
+torch its reference implementations). None of it is the program's steady state. So a finder at the head of
+``sys.meta_path`` (it finds nothing, it only watches) tells the session when an import of a module not yet
+loaded begins; the session stops its window there, and no window opens again until every import it saw
+has finished (``busy``). The time is counted apart (``coverage.import_seconds``, ``imported``).
 """
 
 from __future__ import annotations
@@ -15,34 +17,36 @@ from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import Any
 
-HEAVY = frozenset({"torch._dynamo", "torch._inductor"})
 
-
-class HeavyImportWatch:
+class ImportWatch:
     def __init__(self, starting: Callable[[str], None]) -> None:
         self._starting = starting
+        self.pending: list[str] = []  # imports begun and maybe not finished
 
     def find_spec(
         self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        if name in HEAVY and name not in sys.modules:
+        if name not in sys.modules:
+            self.pending.append(name)
             self._starting(name)
         return None  # finds nothing: the import goes on as it would
 
+    @property
+    def busy(self) -> bool:
+        """Is an import that began under the session still running? (A module being imported is in
+        ``sys.modules`` with ``__spec__._initializing`` set; one not there has failed or not begun.)"""
+        while self.pending:
+            mod = sys.modules.get(self.pending[-1])
+            if mod is not None and getattr(getattr(mod, "__spec__", None), "_initializing", False):
+                return True
+            self.pending.pop()
+        return False
+
     def install(self) -> None:
-        if not set(sys.modules) >= HEAVY:
-            sys.meta_path.insert(0, self)  # type: ignore[arg-type]
+        sys.meta_path.insert(0, self)  # type: ignore[arg-type]
 
     def remove(self) -> None:
         meta: list[Any] = sys.meta_path
         if self in meta:
             meta.remove(self)
-
-
-def heavy_imports_done() -> bool:
-    """Have the watched imports finished (a module being imported has ``__spec__._initializing`` set)?"""
-    for name in HEAVY:
-        mod = sys.modules.get(name)
-        if mod is None or getattr(getattr(mod, "__spec__", None), "_initializing", False):
-            return False
-    return True
+        self.pending.clear()

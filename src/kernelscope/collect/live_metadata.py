@@ -56,6 +56,8 @@ def session_metadata(s: Session) -> dict[str, Any]:
 def _coverage(s: Session) -> dict[str, Any]:
     cov = s.accounts.coverage(s.log)
     cov["step_source"] = s.step_source.source
+    if s.accounts.import_seconds:
+        cov["imported"] = list(s.imported)
     if s.deferred:
         cov["missed"] = (
             f"recording waited {s.deferred} time(s) for torch code that held the profiler's state (an optimizer "

@@ -32,6 +32,7 @@ WHOLE_STEPS = 3  # whole steps owed to every run that makes them, when one step 
 # Inside a step the open window is cut only when the cost passes the allowance by this factor: the projection
 # of an open window is an estimate, and a cut costs the step.
 OVERRUN = 1.25
+OWED_CAP = 2.0  # the owed whole steps may take the cost up to this many times the allowance
 MIN_WINDOW = 0.1  # seconds of the program a window must be able to record to be worth opening (no steps)
 
 
@@ -127,9 +128,14 @@ def _before_steps(s: Snapshot, budget: Budget) -> Decision:
 
 
 def _owed(s: Snapshot, budget: Budget) -> bool:
-    """One of the first whole steps, and one step costs less than the grace to record."""
+    """One of the first whole steps, one step costs less than the grace to record, and the cost stays within
+    twice the allowance (what a run with steps too long for the budget may overrun it by)."""
     step_cost = (s.step_seconds or 0.0) * s.rate
-    return s.whole_steps < budget.whole_steps and step_cost <= budget.grace_seconds
+    return (
+        s.whole_steps < budget.whole_steps
+        and step_cost <= budget.grace_seconds
+        and s.cost + step_cost <= OWED_CAP * budget.allowance(s.program_seconds)
+    )
 
 
 def _at_step(s: Snapshot, budget: Budget) -> Decision:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gc
 import sys
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -27,15 +26,12 @@ GC_EVENTS = 200_000
 
 @dataclass(frozen=True)
 class Closed:
-    """What one window was and cost."""
+    """What one window was."""
 
     window: float  # wall seconds it was open
-    cpu: float  # the recording thread's CPU seconds while it was open
+    cpu: float  # the process's CPU seconds while it was open
     events: int
     op_seconds: float  # op time folded from it
-    stop_and_fold: float  # seconds spent stopping and folding it
-    after: float  # seconds spent after the fold (garbage collection, sampling snapshots)
-    opened: float  # seconds it took to open
 
 
 class Recorder:
@@ -63,9 +59,8 @@ class Recorder:
         self._ran_on = OpenFrames()  # frames running on from one window into the next (one call each)
         self._chain: Chain = ()
         self._start = 0.0
-        self._cpu = (0.0, 0)
+        self._cpu = 0.0
         self._uncollected = 0
-        self._opened = 0.0
         self._frozen = False  # the objects older than the open window are frozen (see _collect)
 
     @property
@@ -80,21 +75,18 @@ class Recorder:
         return time.perf_counter() - self._start if self.prof is not None else 0.0
 
     def cpu_age(self) -> float:
-        """The recording thread's CPU seconds since the window opened (what recording costs grows with)."""
-        if self.prof is None:
-            return 0.0
-        cpu0, thread = self._cpu
-        return time.thread_time() - cpu0 if thread == threading.get_ident() else self.age()
+        """The process's CPU seconds since the window opened: what recording costs grows with (a program
+        waiting for data or for a busy machine records little; torch's own threads run its ops)."""
+        return time.process_time() - self._cpu if self.prof is not None else 0.0
 
-    def start(self) -> float:
-        """Open a window; returns the seconds it took."""
+    def start(self) -> None:
+        """Open a window."""
         import torch
         from torch.autograd.profiler import profile
 
         # torch.autograd.profiler directly: torch.profiler.profile's start imports torch._inductor
         self.cuda = torch.cuda.is_available()
-        t0 = time.perf_counter()
-        self.sampling.opening(t0)
+        self.sampling.opening(time.perf_counter())
         self._chain = self._ran_on.at_open()
         self._frozen = _freeze()  # before the profiler is made: its cycles are the window's garbage
         with _quiet_fd(2):
@@ -116,9 +108,7 @@ class Recorder:
         self.safety.opened()
         self.windows += 1
         self._start = time.perf_counter()
-        self._cpu = (time.thread_time(), threading.get_ident())
-        self._opened = self._start - t0
-        return self._opened
+        self._cpu = time.process_time()
 
     def can_stop(self, finalizing: bool = False) -> bool:
         """Inside backward() the profiler cannot be stopped (safepoint.py): it stops after."""
@@ -130,8 +120,7 @@ class Recorder:
         start = time.perf_counter()
         window = start - self._start
         self.recorded_seconds += window
-        cpu0, thread = self._cpu
-        cpu = time.thread_time() - cpu0 if thread == threading.get_ident() else window
+        cpu = time.process_time() - self._cpu
         with _quiet_fd(2):
             prof.__exit__(None, None, None)
         self._ran_on.at_close()
@@ -149,15 +138,13 @@ class Recorder:
         self._uncollected += events
         self._collect()
         self.sampling.closed(self.builder, self.recorded_seconds, time.perf_counter())
-        return Closed(window, cpu, events, ops, folded - start, time.perf_counter() - folded, self._opened)
+        return Closed(window, cpu, events, ops)
 
-    def fold_foreign(self, prof: Any) -> float:
-        """Fold what the program's own profiler recorded; returns the seconds it took."""
+    def fold_foreign(self, prof: Any) -> None:
+        """Fold what the program's own profiler recorded."""
         t0 = time.perf_counter()
         self._fold(prof.kineto_results, shapes=bool(getattr(prof, "record_shapes", False)), continued=())
-        took = time.perf_counter() - t0
-        self.fold_time += took
-        return took
+        self.fold_time += time.perf_counter() - t0
 
     def _fold(self, results: Any, *, shapes: bool, continued: Chain) -> int:
         events = self.folder.fold(

@@ -48,9 +48,12 @@ from typing import Any
 
 # torch files whose frames never hold a RecordFunction open while they call out (read in torch 2.13):
 # nn.Module's call machinery; OptimizedModule.__call__ and Dynamo's frame wrapper (its compiled code
-# runs in a frame of its own, recognised by its code object).
+# runs in a frame of its own, recognised by its code object); the decorator form of no_grad/inference_mode/
+# enable_grad (``_contextlib.decorate_context``: it sets the grad mode and calls), which wraps whole
+# functions such as ``generate()``.
 _RF_FREE = tuple(
-    os.sep + os.path.join("torch", *parts) for parts in (("nn", "modules", "module.py"), ("_dynamo", "eval_frame.py"))
+    os.sep + os.path.join("torch", *parts)
+    for parts in (("nn", "modules", "module.py"), ("_dynamo", "eval_frame.py"), ("utils", "_contextlib.py"))
 )
 # Frames below Dynamo's ``_compile`` at its entry: the conversion wrappers open no RecordFunction
 # before they call it (``_compile`` itself does, ``dynamo_timed``): safe at that one point only.

@@ -25,7 +25,7 @@ from ..model.profile import prune_empty
 from ._process import _sigint_deferred
 from .accounts import Accounts, StepLog
 from .foreign import ForeignProfiler
-from .heavy_imports import HeavyImportWatch, heavy_imports_done
+from .heavy_imports import ImportWatch
 from .lazy_compile import CompileEntry, LazyCompile
 from .live_metadata import session_metadata
 from .modules import ModuleRegistry
@@ -65,7 +65,8 @@ class Session:
         self.safety = StackSafety()
         self.recorder = Recorder(self.sampling, self.safety, self.modules.path, self.scope_metrics)
         self.step_source = StepDetector(self._count_step, self._restart_steps)
-        self.heavy_imports = HeavyImportWatch(self._heavy_import)
+        self.imports = ImportWatch(self._import_starting)
+        self.imported: list[str] = []  # the first modules imported while recording could run
         self.foreign = ForeignProfiler(
             lambda prof: getattr(prof, "_kernelscope_own", False),
             self._foreign_starting,
@@ -94,11 +95,12 @@ class Session:
         self._compile_entry = CompileEntry(self._compile_entered, self._compile_left)
         self._compile_since: int | None = None  # torch.compile compiling inside the open window since (ns)
         self._compile_entry_at = 0.0
-        self._import_since: float | None = None  # stopped for an import of torch.compile's machinery since
+        self._import_since: float | None = None  # stopped for an import since
         self._last_step: float | None = None
         self._step_times: deque[float] = deque(maxlen=9)  # the last steps' own CPU times, kernelscope's cost out
         self._step_cost = 0.0
         self._fresh = False
+        self._opened = 0.0  # the CPU seconds opening the last window took
         self._broken: str | None = None  # an internal error stopped recording
 
     # --- what other parts read -------------------------------------------------------------------
@@ -132,7 +134,7 @@ class Session:
         self.modules.install()
         self.step_source.install()
         self.foreign.install()
-        self.heavy_imports.install()
+        self.imports.install()
         self._watch_compiles()  # only if Dynamo is loaded: importing it is costly
         self._lazy_compile.install()
         from .torch_lines import Counter, LineMode, OperatorLines
@@ -148,7 +150,7 @@ class Session:
 
     def _begin(self) -> None:
         """Recording may begin from here: the program's time is counted from this point in every run."""
-        self.accounts.started = self.accounts.clock()
+        self.accounts.begin()
         self.log.started()
         self._fresh = True  # the checkpoint that follows opens the first window, or the set-up has a gap
 
@@ -208,10 +210,11 @@ class Session:
         """Another step source won (steps.py): the steps counted so far were parts of its first step."""
         self.log.restart(self.recorder.open)
         self._plan_steps = 0
+        self._step_times.clear()  # the new source's steps are another kind of step
 
     def _count_step(self) -> None:
-        now = time.thread_time()  # CPU time: what recording a step costs grows with (waits record nothing)
-        cost = self.accounts.cost
+        now = time.process_time()  # CPU time: what recording a step costs grows with (waits record nothing)
+        cost = self.accounts.cost_cpu
         if self._last_step is not None:  # the program's own time in the step: kernelscope's cost left out
             self._step_times.append(max(now - self._last_step - (cost - self._step_cost), 0.0))
         self._last_step, self._step_cost = now, cost
@@ -265,13 +268,18 @@ class Session:
         if self.calls is not None:
             self.calls.rearm(1)
 
-    def _heavy_import(self, name: str) -> None:
-        """The program imports torch.compile's machinery (heavy_imports.py): not recorded."""
+    def _import_starting(self, name: str) -> None:
+        """The program imports a module (heavy_imports.py): not recorded."""
+        if self._armed or self._finalized:
+            return  # (the program's own imports before its first op, or kernelscope's)
+        if len(self.imported) < 5 and not any(name.startswith(n + ".") for n in self.imported):
+            self.imported.append(name)
+        if self._import_since is None:
+            self._import_since = time.perf_counter()  # up to the end of the imports
         if self.recorder.open and not self._busy:
             with _sigint_deferred():
                 self._close(pause=True)
             if not self.recorder.open:
-                self._import_since = time.perf_counter()  # up to the next window
                 self._reopen_soon()
 
     def _foreign_starting(self) -> None:
@@ -291,7 +299,8 @@ class Session:
         try:
             with _sigint_deferred():
                 self.modules.resolve()
-                self.accounts.charge(self.recorder.fold_foreign(prof))
+                with self.accounts.spending():
+                    self.recorder.fold_foreign(prof)
         finally:
             self._busy = False
         self._checkpoint()
@@ -343,6 +352,8 @@ class Session:
             if self._compiling
             else "the program's own torch.profiler is running"
             if self.foreign.active
+            else "importing a module"
+            if self.imports.busy
             else None
         )
         r = self.recorder
@@ -362,7 +373,7 @@ class Session:
             whole_steps=self.log.whole_count,
             fold_due=bool(fold_due),
             cost=self.accounts.projected(r.cpu_age()),
-            program_seconds=self.accounts.program_seconds(),
+            program_seconds=self.accounts.program_cpu(),
             step_seconds=statistics.median(self._step_times) if self._step_times else None,
             rate=self.accounts.rate,
             sampled=self.accounts.holds > 0,
@@ -386,7 +397,7 @@ class Session:
                 self.recorder.prof = None
 
     def _decide_and_act(self) -> None:
-        if self._import_since is not None and heavy_imports_done():
+        if self._import_since is not None and not self.imports.busy:
             self.accounts.import_seconds += time.perf_counter() - self._import_since
             self._import_since = None
         if self._busy or self._finalized or (self._armed and not self.recorder.open):
@@ -425,7 +436,9 @@ class Session:
             self._busy = False
 
     def _open(self) -> None:
-        self.accounts.charge(self.recorder.start())
+        with self.accounts.spending() as spend:
+            self.recorder.start()
+        self._opened = spend.cpu
         self.log.opened(at_step=self._at_step)
         self._watch_compiles()
         self._window_calls = self.calls.calls if self.calls is not None else 0
@@ -437,18 +450,16 @@ class Session:
         if not self.recorder.can_stop(self._finalized):
             return False
         self.modules.resolve()
-        closed = self.recorder.stop(compile_entry=compile_entry)
-        a = self.accounts
-        a.window_closed(
+        with self.accounts.spending() as closing:
+            closed = self.recorder.stop(compile_entry=compile_entry)
+        self.accounts.window_closed(
             window=closed.window,
+            cpu=closed.cpu,
             events=closed.events,
             op_seconds=closed.op_seconds,
-            stop_and_fold=closed.stop_and_fold,
-            fixed=closed.opened,
-            cpu=closed.cpu,
+            closing=closing,
+            fixed=self._opened,
         )
-        a.charge(closed.after)
-        a.recorded_cpu += closed.cpu
         if not turnover:
             self.log.closed(pause=pause, at_step=self._at_step)
         return True
@@ -478,7 +489,7 @@ class Session:
             r.clear()
             self.step_source.remove()
             self.foreign.remove()
-            self.heavy_imports.remove()
+            self.imports.remove()
             self._compile_entry.remove()
             self._lazy_compile.remove()
             if self._compile_watch is not None:
