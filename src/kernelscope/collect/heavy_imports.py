@@ -5,17 +5,23 @@ Importing a module runs its top-level code under the Python tracer: ``torch._dyn
 themselves lazily in the middle of a run (``transformers`` its loss functions at the first training step,
 torch its reference implementations). None of it is the program's steady state. So a finder at the head of
 ``sys.meta_path`` (it finds nothing, it only watches) tells the session when an import of a module not yet
-loaded begins; the session stops its window there, and no window opens again until every import it saw
-has finished (``busy``). The time is counted apart (``coverage.import_seconds``, ``imported``).
+loaded begins; the session stops its window there (for an import begun inside torch code, only for torch.compile's own
+machinery: elsewhere the window could not open again before that code returns), and no window opens again
+until every import it saw has finished (``busy``). The time is counted apart (``coverage.import_seconds``, ``imported``).
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import Any
+
+# Always a pause, wherever they begin: torch.compile's machinery (~1.5 million events to import). Other
+# imports pause recording where a window could turn over (no torch frame that may hold its state below).
+HEAVY = frozenset({"torch._dynamo", "torch._inductor"})
 
 
 class ImportWatch:
@@ -26,8 +32,8 @@ class ImportWatch:
     def find_spec(
         self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        if name not in sys.modules:
-            self.pending.append(name)
+        if name not in sys.modules and threading.current_thread() is threading.main_thread():
+            self.pending.append(name)  # (the session records the main thread: imports elsewhere are theirs)
             self._starting(name)
         return None  # finds nothing: the import goes on as it would
 

@@ -25,7 +25,7 @@ from ..model.profile import prune_empty
 from ._process import _sigint_deferred
 from .accounts import Accounts, StepLog
 from .foreign import ForeignProfiler
-from .heavy_imports import ImportWatch
+from .heavy_imports import HEAVY, ImportWatch
 from .lazy_compile import CompileEntry, LazyCompile
 from .live_metadata import session_metadata
 from .modules import ModuleRegistry
@@ -274,6 +274,8 @@ class Session:
             return  # (the program's own imports before its first op, or kernelscope's)
         if len(self.imported) < 5 and not any(name.startswith(n + ".") for n in self.imported):
             self.imported.append(name)
+        if self.recorder.open and not self._busy and name not in HEAVY and not self.safety.can_turn_over():
+            return  # inside torch code that may hold the window's state: recording goes on (a small import)
         if self._import_since is None:
             self._import_since = time.perf_counter()  # up to the end of the imports
         if self.recorder.open and not self._busy:
