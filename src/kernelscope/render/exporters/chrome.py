@@ -12,10 +12,11 @@ Categories are Kineto's (``cpu_op``, ``cuda_runtime``, ``kernel``, ``gpu_memcpy`
 The timeline keeps no runtime-call names: those events are named ``runtime`` (``sync`` for
 synchronisations).
 
-A profile without a timeline (a Proton import, a merged profile) is laid out end to end: each
-frame is one interval as long as its inclusive ``time_ns`` (its ``cpu_time_ns`` when it has no
-device time), children one after another inside their parent on one host thread, kernels on
-their stream under a launch of the op above them. Durations are then totals, not calls.
+A profile without a timeline (a live run, a Proton import, a merged profile) is laid out as calls on
+one host thread (``chrome_layout``): each frame as many events as it has calls, their durations adding
+up to its inclusive host time, children inside their parent, device kernels on their stream under a
+launch; re-imported, it gives back the profile's ``cpu_time_ns``, ``time_ns`` and ``count`` totals.
+Durations are then shares of totals, not the calls' own.
 """
 
 from __future__ import annotations
@@ -25,8 +26,12 @@ import re
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-from ...model import FrameKind, Profile
+import numpy as np
+
+from ...attribute.records import BACKWARD_PREFIX, GRAPH_CALL, Kind, host_kind
+from ...model import Frame, FrameKind, Profile
 from ...model.timeline import Category, Timeline, Track
+from .chrome_layout import lay_out
 from .registry import Exporter, register
 
 _CAT = {
@@ -127,60 +132,80 @@ def timeline_events(profile: Profile, tl: Timeline) -> Iterator[dict[str, Any]]:
             yield flow
 
 
+def _host_event(frame: Frame, in_backward: bool) -> tuple[str, str]:
+    """Category and name of a host frame's events as Kineto writes them, so that the importer rebuilds the
+    frame: user lines (``file(line): function``) and modules (``nn.Module: path``) are python functions,
+    compiled regions keep the names torch gives them, and an autograd node whose name reads as a region
+    (``CompiledFunctionBackward``) is named as torch records it (``autograd::engine::evaluate_function: X``)."""
+    kind = frame.kind
+    if kind is FrameKind.OP and in_backward and host_kind(Kind.OP, frame.name) is not Kind.OP:
+        return "cpu_op", BACKWARD_PREFIX + frame.name
+    if kind is FrameKind.PYTHON:
+        return "python_function", f"{frame.file}({frame.line}): {frame.name}"
+    if kind is FrameKind.MODULE:
+        return "python_function", f"nn.Module: {frame.name}"
+    if kind is FrameKind.SCOPE:
+        return "user_annotation", frame.name
+    if kind is FrameKind.REGION and frame.ids:
+        if frame.name == GRAPH_CALL:
+            return "cpu_op", f"## Call {GRAPH_CALL} {frame.ids} ##"
+        return "cpu_op", f"{frame.name}: {frame.ids}"
+    return "cpu_op", frame.name
+
+
 def layout_events(profile: Profile) -> Iterator[dict[str, Any]]:
-    """The tree laid out end to end (see the module docstring) for profiles without a timeline."""
-    time = profile.inclusive("time_ns")
-    cpu = profile.inclusive("cpu_time_ns")
-    width = [t if t > 0 else c for t, c in zip(time.tolist(), cpu.tolist(), strict=True)]
+    """The tree laid out as calls (``chrome_layout``) for profiles without a timeline."""
+    laid = lay_out(profile)
     stacks = _Stacks(profile)
     host = Track("thread 1", "cpu", "thread")
     tracks: dict[Track, int] = {host: 0}
-    pending: list[tuple[int, float]] = [(0, 0.0)]
-    events: list[dict[str, Any]] = []
-    correlation = 0
-    kids = profile.children
-    while pending:
-        node, start = pending.pop()
+    streams: dict[int, Track] = {}
+    for node in dict.fromkeys(laid.device_node.tolist()):
         frame = profile.frame_of(node)
-        if node and width[node] > 0:
-            args = {"stack": stacks(node)}
-            if frame.kind is FrameKind.KERNEL or frame.kind is FrameKind.PART:
-                correlation += 1
-                device = frame.device or "cuda:0"
-                stream = Track(f"stream {frame.stream if frame.stream >= 0 else 0}", device, "stream")
-                tracks.setdefault(stream, len(tracks))
-                events.append(_x("cuda_runtime", "runtime", host, start, 0.0, {"correlation": correlation}))
-                events.append(
-                    _x("kernel", frame.label(), stream, start, width[node], {**args, "correlation": correlation})
-                )
-            elif frame.kind is not FrameKind.ROOT:
-                cat = {FrameKind.OP: "cpu_op", FrameKind.PYTHON: "python_function"}.get(frame.kind, "user_annotation")
-                events.append(_x(cat, frame.label(), host, start, width[node], args))
-        if frame.kind is FrameKind.KERNEL:
-            continue  # parts are estimates inside the kernel's own interval
-        cursor = start
-        for child in kids[node]:
-            pending.append((child, cursor))
-            cursor += width[child]
+        stream = Track(f"stream {max(frame.stream, 0)}", frame.device or "cuda:0", "stream")
+        streams[node] = stream
+        tracks.setdefault(stream, len(tracks))
     ordered = tuple(tracks)
     pids = _pids(ordered)
     yield from _metadata_events(ordered, pids)
-    for e in events:
-        t: Track = e.pop("track")
-        e["pid"], e["tid"] = pids[t.device], _tid(t, ordered.index(t))
-        yield e
-
-
-def _x(cat: str, name: str, track: Track, start_ns: float, dur_ns: float, args: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "ph": "X",
-        "cat": cat,
-        "name": name,
-        "track": track,
-        "ts": start_ns / 1000.0,
-        "dur": dur_ns / 1000.0,
-        "args": args,
+    on_host = {"pid": pids[host.device], "tid": _tid(host, 0)}
+    named = {
+        node: _host_event(
+            profile.frame_of(node), profile.frame_of(int(profile.parent[node])).kind is FrameKind.BACKWARD
+        )
+        for node in set(laid.host_node.tolist())
     }
+    # a user line or module recorded with no call of its own (running on from before a live window)
+    counts = profile.exclusive("count")
+    no_call = {n for n in named if counts[n] < 0.5 and profile.frame_of(n).kind in (FrameKind.PYTHON, FrameKind.MODULE)}
+    nodes, starts, durs = laid.host_node.tolist(), laid.host_start.tolist(), laid.host_dur.tolist()
+    for i in np.lexsort((laid.host_depth, -laid.host_dur, laid.host_start)).tolist():
+        node = nodes[i]
+        cat, name = named[node]
+        args: dict[str, Any] = {"stack": stacks(node)}
+        if node in no_call:
+            args["Calls"] = 0
+        yield {"ph": "X", "cat": cat, "name": name, **on_host, "ts": _us(starts[i]), "dur": _us(durs[i])} | {
+            "args": args
+        }
+    d_nodes, d_starts, d_durs = laid.device_node.tolist(), laid.device_start.tolist(), laid.device_dur.tolist()
+    launches = laid.device_launch.tolist()
+    for correlation, i in enumerate(np.lexsort((laid.device_node, laid.device_launch)).tolist(), start=1):
+        node = d_nodes[i]
+        stream = streams[node]
+        on_stream = {"pid": pids[stream.device], "tid": _tid(stream, ordered.index(stream))}
+        ts = _us(launches[i])
+        yield {"ph": "X", "cat": "cuda_runtime", "name": "runtime", **on_host, "ts": ts, "dur": 0} | {
+            "args": {"correlation": correlation}
+        }
+        yield {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": correlation, **on_host, "ts": ts}
+        args = {"stack": stacks(node), "correlation": correlation}
+        ts = _us(d_starts[i])
+        yield {"ph": "X", "cat": "kernel", "name": profile.frame_of(node).name, **on_stream, "ts": ts} | {
+            "dur": _us(d_durs[i]),
+            "args": args,
+        }
+        yield {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": correlation, **on_stream, "ts": ts, "bp": "e"}
 
 
 def dump(profile: Profile, fh: TextIO) -> None:
