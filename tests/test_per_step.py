@@ -163,3 +163,26 @@ def test_two_live_samples_of_different_lengths(tmp_path: Path) -> None:
     assert doc["per_step"] == "per step (base: mean of 3 recorded steps of 28; new: mean of 6 recorded steps of 28)"
     ops = [row for row in doc["rows"] if row["key"] is not None]
     assert ops and all(row["delta"] == 0 for row in ops)  # (as recorded: every op +100%)
+
+
+def test_history_gate_leaves_a_key_out_of_the_samples_that_lack_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Base: three complete runs; new: three samples of 2 of 10 steps, none of which holds blocks.1, and
+    head tripled. blocks.1 is not in the recorded steps (not -100%); head is flagged."""
+    db = str(tmp_path / "h.duckdb")
+    runs = [("base", run({"blocks.0": 10.0 + i, "blocks.1": 4.0, "head": 1.0}, recorded=4)) for i in range(3)]
+    runs += [("new", run({"blocks.0": 10.0 + i, "head": 3.0 + 0.1 * i}, recorded=2, steps=10)) for i in range(3)]
+    for i, (label, profile) in enumerate(runs):
+        path = str(tmp_path / f"{i}.ksprof")
+        profile.save(path)
+        assert main(["history", "add", path, "--db", db, "--label", f"v={label}"]) == 0
+    capsys.readouterr()
+    argv = ["history", "gate", "--db", db, "--base", "v=base", "--new", "v=new", "--by", "module", "--fail-above", "50"]
+    rc, doc = _json(capsys, [*argv, "--json"])
+    keys = {k["key"]: k for k in doc["keys"]}
+    assert keys["blocks.1"]["not_recorded"] == "new" and keys["blocks.1"]["change_pct"] is None
+    assert not keys["blocks.1"]["flagged"] and keys["blocks.1"]["base"] == 4e6
+    assert rc == 1 and [k["key"] for k in doc["flagged"]] == ["head"]
+    main(argv)
+    assert f"new: {NOT_RECORDED}" in capsys.readouterr().out

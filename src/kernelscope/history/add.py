@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..analysis.per_step import series_scale_of
+from ..analysis.per_step import series_scale_of, steps_of
 from ..errors import KernelscopeError, UsageError
 from ..model import Profile
 from ..model.io import from_bytes, to_bytes
@@ -164,11 +164,12 @@ def add_runs(db: str, runs: Sequence[tuple[Profile, RunInfo]]) -> list[int]:
             anchors: dict[str, tuple[int, Profile] | None] = {}
             for n, ((profile, info), rows, blob) in enumerate(zip(runs, tables, blobs, strict=True)):
                 run_id = first + n
+                steps = steps_of(profile.metadata)
                 program = _program(info)
                 prev = anchors[program] if program in anchors else _anchor(con, program)
                 rows = _with_series(con, rows, profile, prev, known, run_id)
                 con.execute(
-                    "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [
                         run_id,
                         info.started,
@@ -180,6 +181,8 @@ def add_runs(db: str, runs: Sequence[tuple[Profile, RunInfo]]) -> list[int]:
                         json.dumps(info.command),
                         info.profile,
                         SCHEMA_VERSION,
+                        steps.recorded or None,
+                        steps.total or None,
                     ],
                 )
                 for name, value in info.labels.items():

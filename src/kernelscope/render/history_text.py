@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..analysis.per_step import NOT_RECORDED
 from ..history.gate import GateResult
 from ..history.query import Run
 from ..history.trend import Trend
@@ -142,9 +143,9 @@ def render_gate(console: Console, g: GateResult, limit: int) -> None:
         t.add_row(
             "REGRESSION" if c.flagged else "",
             Text(moved(c.key, [c.base_key] if c.base_key else [])),
-            fmt(c.base, g.metric),
-            fmt(c.new, g.metric),
-            fmt_pct(c.change_pct),
+            "—" if c.not_recorded == "base" else fmt(c.base, g.metric),
+            "—" if c.not_recorded == "new" else fmt(c.new, g.metric),
+            f"{c.not_recorded}: {NOT_RECORDED}" if c.not_recorded else fmt_pct(c.change_pct),
             interval,
             "-" if c.p_value is None else f"{c.p_value:.3f}",
         )
