@@ -18,6 +18,7 @@ class Category(enum.IntEnum):
     RUNTIME = 4  # cudaLaunchKernel, hipMemcpyAsync, ...
     OP = 5  # framework op on the host
     SYNC = 6  # host-device synchronisation call
+    FRAME = 7  # a context on the host that is no op: a user line, module, scope, step or compiled region
 
 
 # Row flags.

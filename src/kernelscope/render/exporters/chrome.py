@@ -28,9 +28,9 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ...attribute.records import BACKWARD_PREFIX, GRAPH_CALL, Kind, host_kind
-from ...model import Frame, FrameKind, Profile
+from ...model import Profile
 from ...model.timeline import Category, Timeline, Track
+from .chrome_host import HostEvents
 from .chrome_layout import lay_out
 from .registry import Exporter, register
 
@@ -42,6 +42,7 @@ _CAT = {
     Category.RUNTIME: "cuda_runtime",
     Category.SYNC: "cuda_runtime",
     Category.OP: "cpu_op",
+    Category.FRAME: "user_annotation",
 }
 _DEVICE_SIDE = frozenset({Category.KERNEL, Category.COMM, Category.MEMCPY, Category.MEMSET})
 _NUMBER = re.compile(r"(\d+)$")
@@ -101,11 +102,13 @@ def timeline_events(profile: Profile, tl: Timeline) -> Iterator[dict[str, Any]]:
     node, track, start, dur = tl.node.tolist(), tl.track.tolist(), tl.start_ns.tolist(), tl.dur_ns.tolist()
     cat, corr = tl.category.tolist(), tl.correlation.tolist()
     launches: set[int] = {c for c, k in zip(corr, cat, strict=True) if c >= 0 and Category(k) in _DEVICE_SIDE}
+    host_events = HostEvents(profile)
     for i in sorted(range(len(node)), key=lambda i: (start[i], -dur[i])):
         t = tl.tracks[track[i]]
         kind = Category(cat[i])
         pid, tid = pids[t.device], _tid(t, track[i])
         args: dict[str, Any] = {"stack": stacks(node[i])}
+        cat_name = ""
         if corr[i] >= 0:
             args["correlation"] = corr[i]
         if kind in _DEVICE_SIDE:
@@ -116,11 +119,12 @@ def timeline_events(profile: Profile, tl: Timeline) -> Iterator[dict[str, Any]]:
             m = _NUMBER.search(t.name)
             if m is not None:
                 args["stream"] = int(m.group(1))
-        elif kind is Category.OP:
-            name = labels[profile.frame[node[i]]]
+        elif kind is Category.OP or kind is Category.FRAME:
+            cat_name, name, more = host_events(node[i])
+            args.update(more)
         else:
             name = "sync" if kind is Category.SYNC else "runtime"
-        event = {"ph": "X", "cat": _CAT[kind], "name": name, "pid": pid, "tid": tid, "ts": _us(start[i])}
+        event = {"ph": "X", "cat": cat_name or _CAT[kind], "name": name, "pid": pid, "tid": tid, "ts": _us(start[i])}
         event["dur"] = _us(dur[i])
         event["args"] = args
         yield event
@@ -130,27 +134,6 @@ def timeline_events(profile: Profile, tl: Timeline) -> Iterator[dict[str, Any]]:
             if kind in _DEVICE_SIDE:
                 flow["bp"] = "e"
             yield flow
-
-
-def _host_event(frame: Frame, in_backward: bool) -> tuple[str, str]:
-    """Category and name of a host frame's events as Kineto writes them, so that the importer rebuilds the
-    frame: user lines (``file(line): function``) and modules (``nn.Module: path``) are python functions,
-    compiled regions keep the names torch gives them, and an autograd node whose name reads as a region
-    (``CompiledFunctionBackward``) is named as torch records it (``autograd::engine::evaluate_function: X``)."""
-    kind = frame.kind
-    if kind is FrameKind.OP and in_backward and host_kind(Kind.OP, frame.name) is not Kind.OP:
-        return "cpu_op", BACKWARD_PREFIX + frame.name
-    if kind is FrameKind.PYTHON:
-        return "python_function", f"{frame.file}({frame.line}): {frame.name}"
-    if kind is FrameKind.MODULE:
-        return "python_function", f"nn.Module: {frame.name}"
-    if kind is FrameKind.SCOPE:
-        return "user_annotation", frame.name
-    if kind is FrameKind.REGION and frame.ids:
-        if frame.name == GRAPH_CALL:
-            return "cpu_op", f"## Call {GRAPH_CALL} {frame.ids} ##"
-        return "cpu_op", f"{frame.name}: {frame.ids}"
-    return "cpu_op", frame.name
 
 
 def layout_events(profile: Profile) -> Iterator[dict[str, Any]]:
@@ -169,22 +152,12 @@ def layout_events(profile: Profile) -> Iterator[dict[str, Any]]:
     pids = _pids(ordered)
     yield from _metadata_events(ordered, pids)
     on_host = {"pid": pids[host.device], "tid": _tid(host, 0)}
-    named = {
-        node: _host_event(
-            profile.frame_of(node), profile.frame_of(int(profile.parent[node])).kind is FrameKind.BACKWARD
-        )
-        for node in set(laid.host_node.tolist())
-    }
-    # a user line or module recorded with no call of its own (running on from before a live window)
-    counts = profile.exclusive("count")
-    no_call = {n for n in named if counts[n] < 0.5 and profile.frame_of(n).kind in (FrameKind.PYTHON, FrameKind.MODULE)}
+    host_events = HostEvents(profile)
     nodes, starts, durs = laid.host_node.tolist(), laid.host_start.tolist(), laid.host_dur.tolist()
     for i in np.lexsort((laid.host_depth, -laid.host_dur, laid.host_start)).tolist():
         node = nodes[i]
-        cat, name = named[node]
-        args: dict[str, Any] = {"stack": stacks(node)}
-        if node in no_call:
-            args["Calls"] = 0
+        cat, name, more = host_events(node)
+        args: dict[str, Any] = {"stack": stacks(node), **more}
         yield {"ph": "X", "cat": cat, "name": name, **on_host, "ts": _us(starts[i]), "dur": _us(durs[i])} | {
             "args": args
         }
@@ -210,7 +183,10 @@ def layout_events(profile: Profile) -> Iterator[dict[str, Any]]:
 
 def dump(profile: Profile, fh: TextIO) -> None:
     tl = profile.timeline
-    events = timeline_events(profile, tl) if tl is not None and len(tl) else layout_events(profile)
+    # a timeline with the host's intervals (an import) is written as it is; a live run's holds its device
+    # rows at most: it is laid out as calls
+    on_host = tl is not None and bool(np.isin(tl.category, (int(Category.OP), int(Category.FRAME))).any())
+    events = timeline_events(profile, tl) if tl is not None and on_host else layout_events(profile)
     fh.write('{"displayTimeUnit":"ns","otherData":{"exporter":"kernelscope"},"traceEvents":[\n')
     first = True
     for event in events:
