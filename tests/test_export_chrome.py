@@ -89,6 +89,7 @@ def test_profile_without_timeline_is_laid_out_and_keeps_kernel_time(tmp_path: Pa
         "hta_a100_triton_example.json.gz",
         "hta_128rank_sampled_rank-0.json.gz",
         "tracelens_b200_vllm_tp8_rank0_compiled_nccl.json.gz",
+        "tracelens_mi300_jax_te_fused_attn_train.xplane.pb",
     ],
 )
 def test_real_trace_round_trips(shared_traces: Path, tmp_path: Path, name: str) -> None:
@@ -98,7 +99,8 @@ def test_real_trace_round_trips(shared_traces: Path, tmp_path: Path, name: str) 
     path, events = export(profile, tmp_path)
     assert sum(1 for e in events if e["ph"] == "X") == len(profile.timeline or [])
     back = import_file(str(path))
-    for by in ("kernel", "op"):
+    # (an xplane's kernels sit under HLO ops, which are no host events: a trace gives them no op)
+    for by in ("kernel",) if name.endswith(".pb") else ("kernel", "op"):
         assert totals(back, by) == totals(profile, by)
     assert {m: back.total(m) for m in METRICS} == {m: profile.total(m) for m in METRICS}
 

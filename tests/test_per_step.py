@@ -186,3 +186,13 @@ def test_history_gate_leaves_a_key_out_of_the_samples_that_lack_it(
     assert rc == 1 and [k["key"] for k in doc["flagged"]] == ["head"]
     main(argv)
     assert f"new: {NOT_RECORDED}" in capsys.readouterr().out
+
+
+def test_analyze_json_says_savings_are_per_step(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(tmp_path / "s.ksprof")
+    run({"blocks.0": 10.0}, recorded=3, steps=20).save(path)
+    rc, doc = _json(capsys, ["analyze", path, "--json"])
+    assert rc == 0 and doc["per_step"] == "per step (mean of 3 recorded steps of 20)"
+    run({"blocks.0": 10.0}).save(path)
+    rc, doc = _json(capsys, ["analyze", path, "--json"])
+    assert rc == 0 and "per_step" not in doc

@@ -183,9 +183,9 @@ def layout_events(profile: Profile) -> Iterator[dict[str, Any]]:
 
 def dump(profile: Profile, fh: TextIO) -> None:
     tl = profile.timeline
-    # a timeline with the host's intervals (an import) is written as it is; a live run's holds its device
-    # rows at most: it is laid out as calls
-    on_host = tl is not None and bool(np.isin(tl.category, (int(Category.OP), int(Category.FRAME))).any())
+    # a timeline with host rows (an import) is written as it is; a live run's holds its device rows at most
+    # (its host work is aggregated): it is laid out as calls
+    on_host = tl is not None and not bool(np.isin(tl.category, [int(c) for c in _DEVICE_SIDE]).all())
     events = timeline_events(profile, tl) if tl is not None and on_host else layout_events(profile)
     fh.write('{"displayTimeUnit":"ns","otherData":{"exporter":"kernelscope"},"traceEvents":[\n')
     first = True
