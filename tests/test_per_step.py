@@ -186,6 +186,13 @@ def test_history_gate_leaves_a_key_out_of_the_samples_that_lack_it(
     assert rc == 1 and [k["key"] for k in doc["flagged"]] == ["head"]
     main(argv)
     assert f"new: {NOT_RECORDED}" in capsys.readouterr().out
+    # the trend (older half vs newer half of the six runs) says the same
+    rc, doc = _json(capsys, ["history", "trend", "--by", "module", "--db", db, "--json"])
+    trend = {k["key"]: k for k in doc["keys"]}
+    assert trend["blocks.1"]["not_recorded"] == "after" and trend["blocks.1"]["change_pct"] is None
+    assert trend["head"]["change_pct"] == pytest.approx(210.0)  # (medians 1.0 and 3.1 ms)
+    main(["history", "report", "-o", str(tmp_path / "t.html"), "--by", "module", "--db", db])
+    assert f"after: {NOT_RECORDED}" in (tmp_path / "t.html").read_text()
 
 
 def test_analyze_json_says_savings_are_per_step(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

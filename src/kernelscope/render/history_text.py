@@ -118,12 +118,16 @@ def render_trends(console: Console, by: str, metric: str, n_runs: int, rows: Seq
     for tr in rows:
         t.add_row(
             Text(moved(tr.key, tr.was)),
-            fmt(tr.before, metric),
-            fmt(tr.after, metric),
-            fmt_pct(tr.change_pct),
+            "—" if tr.not_recorded == "before" else fmt(tr.before, metric),
+            "—" if tr.not_recorded == "after" else fmt(tr.after, metric),
+            trend_change(tr),
             sparkline(tr.series),
         )
     console.print(t)
+
+
+def trend_change(tr: Trend) -> str:
+    return f"{tr.not_recorded}: {NOT_RECORDED}" if tr.not_recorded else fmt_pct(tr.change_pct)
 
 
 def render_gate(console: Console, g: GateResult, limit: int) -> None:
@@ -158,4 +162,13 @@ def render_gate(console: Console, g: GateResult, limit: int) -> None:
         console.print(Text(f"no regression above {g.fail_above_pct:g}%"))
 
 
-__all__ = ["NULL_KEY", "moved", "render_gate", "render_runs", "render_series", "render_trends", "sparkline"]
+__all__ = [
+    "NULL_KEY",
+    "moved",
+    "render_gate",
+    "render_runs",
+    "render_series",
+    "render_trends",
+    "sparkline",
+    "trend_change",
+]
