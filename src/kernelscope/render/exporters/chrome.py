@@ -136,8 +136,13 @@ def timeline_events(profile: Profile, tl: Timeline) -> Iterator[dict[str, Any]]:
             yield flow
 
 
-def layout_events(profile: Profile) -> Iterator[dict[str, Any]]:
-    """The tree laid out as calls (``chrome_layout``) for profiles without a timeline."""
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def layout_events(profile: Profile) -> Iterator[dict[str, Any] | str]:
+    """The tree laid out as calls (``chrome_layout``) for profiles without a timeline. A frame's events differ
+    only in their times: each frame's JSON is written once and its calls' events are made from it as text."""
     laid = lay_out(profile)
     stacks = _Stacks(profile)
     host = Track("thread 1", "cpu", "thread")
@@ -153,14 +158,17 @@ def layout_events(profile: Profile) -> Iterator[dict[str, Any]]:
     yield from _metadata_events(ordered, pids)
     on_host = {"pid": pids[host.device], "tid": _tid(host, 0)}
     host_events = HostEvents(profile)
-    nodes, starts, durs = laid.host_node.tolist(), laid.host_start.tolist(), laid.host_dur.tolist()
+    # microseconds as JSON numbers: ns / 1000 reads back to the same ns (floats hold them exactly to 2**53 ns)
+    nodes, starts, durs = laid.host_node.tolist(), (laid.host_start / 1e3).tolist(), (laid.host_dur / 1e3).tolist()
+    parts: dict[int, tuple[str, str]] = {}  # per node: its events' JSON before the times and after them
     for i in np.lexsort((laid.host_depth, -laid.host_dur, laid.host_start)).tolist():
         node = nodes[i]
-        cat, name, more = host_events(node)
-        args: dict[str, Any] = {"stack": stacks(node), **more}
-        yield {"ph": "X", "cat": cat, "name": name, **on_host, "ts": _us(starts[i]), "dur": _us(durs[i])} | {
-            "args": args
-        }
+        part = parts.get(node)
+        if part is None:
+            cat, name, more = host_events(node)
+            head = _json({"ph": "X", "cat": cat, "name": name, **on_host})[:-1]
+            part = parts[node] = (head, ',"args":' + _json({"stack": stacks(node), **more}) + "}")
+        yield f'{part[0]},"ts":{starts[i]!r},"dur":{durs[i]!r}{part[1]}'
     d_nodes, d_starts, d_durs = laid.device_node.tolist(), laid.device_start.tolist(), laid.device_dur.tolist()
     launches = laid.device_launch.tolist()
     for correlation, i in enumerate(np.lexsort((laid.device_node, laid.device_launch)).tolist(), start=1):
@@ -188,12 +196,15 @@ def dump(profile: Profile, fh: TextIO) -> None:
     on_host = tl is not None and not bool(np.isin(tl.category, [int(c) for c in _DEVICE_SIDE]).all())
     events = timeline_events(profile, tl) if tl is not None and on_host else layout_events(profile)
     fh.write('{"displayTimeUnit":"ns","otherData":{"exporter":"kernelscope"},"traceEvents":[\n')
-    first = True
+    batch: list[str] = []
+    sep = ""
     for event in events:
-        if not first:
-            fh.write(",\n")
-        first = False
-        fh.write(json.dumps(event, ensure_ascii=False, allow_nan=False, separators=(",", ":")))
+        batch.append(event if isinstance(event, str) else _json(event))
+        if len(batch) == 4096:
+            fh.write(sep + ",\n".join(batch))
+            batch, sep = [], ",\n"
+    if batch:
+        fh.write(sep + ",\n".join(batch))
     fh.write("\n]}\n")
 
 
