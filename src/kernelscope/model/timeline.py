@@ -86,6 +86,14 @@ class Timeline:
     def devices(self) -> list[str]:
         return sorted({t.device for t in self.tracks})
 
+    def span_ns(self) -> int | None:
+        """First start to last end of the ops, runtime calls and device work: the wall time the timeline
+        covers (the intervals of user lines, modules and steps that an import keeps are left out of it)."""
+        keep = self.category != int(Category.FRAME)
+        if not keep.any():
+            return None
+        return int((self.start_ns[keep] + self.dur_ns[keep]).max() - self.start_ns[keep].min())
+
 
 class TimelineBuilder:
     """Appends rows into growable Python lists; ``build()`` turns them into arrays."""

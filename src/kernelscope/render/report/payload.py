@@ -160,9 +160,7 @@ def _per_step(meta: dict[str, Any]) -> dict[str, Any] | None:
 def _wall_ns(profile: Profile) -> int | None:
     """First start to last end over the timeline: the wall time the profile covers (None without one)."""
     tl = profile.timeline
-    if tl is None or len(tl) == 0:
-        return None
-    return int((tl.start_ns + tl.dur_ns).max() - tl.start_ns.min())
+    return tl.span_ns() if tl is not None else None
 
 
 def _when(value: Any) -> Any:
