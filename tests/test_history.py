@@ -209,7 +209,7 @@ def test_older_schema_is_refused_in_one_line(tmp_path: Path, capsys: pytest.Capt
     with duckdb.connect(db) as con:
         con.execute("UPDATE meta SET value = '0' WHERE name = 'history_schema'")
     capsys.readouterr()
-    _fails(capsys, ["history", "list", "--db", db], "history schema 0 is not the 2 this kernelscope reads")
+    _fails(capsys, ["history", "list", "--db", db], "history schema 0 is not the 3 this kernelscope reads")
     _fails(capsys, ["history", "add", _save(tmp_path, "b", {10: 4.0}), "--db", db], "start a new file")
 
 
@@ -299,8 +299,10 @@ def test_a_renamed_kernel_keeps_its_series(tmp_path: Path, capsys: pytest.Captur
 
 
 def _downgrade_to_schema_1(db: str) -> None:
-    """The layout history schema 1 had: no rows.series, no anchors."""
+    """The layout history schema 1 had: no rows.series, no anchors (and schema 2's: no runs' steps)."""
     with duckdb.connect(db) as con:
+        con.execute("ALTER TABLE runs DROP COLUMN recorded_steps")
+        con.execute("ALTER TABLE runs DROP COLUMN steps")
         con.execute("ALTER TABLE rows DROP COLUMN series")
         con.execute("DROP TABLE anchors")
         con.execute("UPDATE meta SET value = '1' WHERE name = 'history_schema'")
@@ -316,7 +318,7 @@ def test_a_schema_1_history_is_migrated_in_place(tmp_path: Path, capsys: pytest.
     rc, doc = _json(capsys, ["history", "list", "--db", db, "--json"])  # a reader migrates too
     assert rc == 0 and [r["id"] for r in doc["runs"]] == [1, 2]
     with duckdb.connect(db, read_only=True) as con:
-        assert con.execute("SELECT value FROM meta WHERE name = 'history_schema'").fetchone() == ("2",)
+        assert con.execute("SELECT value FROM meta WHERE name = 'history_schema'").fetchone() == ("3",)
         assert con.execute("SELECT count(*) FROM rows WHERE series IS DISTINCT FROM key").fetchone() == (0,)
     # no stored profile to pair with yet: the first new run pairs by name, the next one follows the move
     _add(tmp_path, db, "c", _lines({10: ("aten::mm", 6.0), 20: ("aten::relu", 1.0)}), "v=c")

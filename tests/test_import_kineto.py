@@ -154,6 +154,11 @@ def test_eager_trace_timeline_rows(tmp_path: Path) -> None:
         for n, t, c, f, k in zip(tl.node, tl.track, tl.category, tl.flags, tl.correlation, strict=True)
     }
     assert rows == {
+        # the user's lines, modules and steps keep their intervals too (an export writes them back)
+        ("[ProfilerStep#3]", "thread 1", "cpu", "FRAME", 0, -1),
+        ("train.py:10 <module>", "thread 1", "cpu", "FRAME", 0, -1),
+        ("model.py:27 forward", "thread 1", "cpu", "FRAME", 0, -1),
+        ("Linear_0 (Linear)", "thread 1", "cpu", "FRAME", 0, -1),
         ("aten::linear", "thread 1", "cpu", "OP", 0, -1),
         ("aten::addmm", "thread 1", "cpu", "OP", 0, -1),
         ("aten::addmm", "thread 1", "cpu", "RUNTIME", 0, 100),  # launch points at its op

@@ -76,9 +76,8 @@ def _wall(profile: Profile) -> float | None:
     if isinstance(recorded, (int, float)) and recorded > 0:
         return float(recorded)
     tl = profile.timeline
-    if tl is None or not len(tl):
-        return None
-    return float(np.max(tl.start_ns + tl.dur_ns) - np.min(tl.start_ns))
+    span = tl.span_ns() if tl is not None else None
+    return None if span is None else float(span)
 
 
 def coverage_note(md: dict[str, Any]) -> str | None:

@@ -69,7 +69,7 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
     K_STEP, K_OP, K_RUNTIME, K_SYNC, K_MEMORY = Kind.STEP, Kind.OP, Kind.RUNTIME, Kind.SYNC, Kind.MEMORY
     K_REGION, K_OVERHEAD, K_STACK = Kind.REGION, Kind.OVERHEAD, Kind.STACK
     stacks = tables.stacks
-    C_OP, C_RUNTIME, C_SYNC = int(Category.OP), int(Category.RUNTIME), int(Category.SYNC)
+    C_OP, C_RUNTIME, C_SYNC, C_FRAME = (int(c) for c in (Category.OP, Category.RUNTIME, Category.SYNC, Category.FRAME))
     overlaps = 0
     unmatched_bw = 0
     bracketed = 0
@@ -212,6 +212,8 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
                 step = child(base, nm[i])
                 count[step] += 1
                 node = b.path(tree.path_frames(parent, stop=base), start=step) if parent != base else step
+                if host_rows:
+                    r_add((step, track, s, e_ - s, C_FRAME, 0, -1))
             else:
                 label = nm[i]
                 if in_bw and k == K_OP and stack and stack[-1][_LABEL] == label and label in bw_labels:
@@ -266,6 +268,8 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
                         l_add((corr[i], node, -1))
                     if host_rows:
                         r_add((node, track, s, e_ - s, C_OP, 0, -1))
+                elif host_rows and placed is None:
+                    r_add((node, track, s, e_ - s, C_FRAME, 0, -1))
             if placed is not None and nb[i] > 0:
                 placed[1] = nb[i]  # split with the kernel's other metrics
             flop = val[i] if k == K_OP and placed is None else 0.0

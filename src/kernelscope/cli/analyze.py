@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from ..analysis.advisor import Rule, measured_ms, rules, run_rules, summary
+from ..analysis.per_step import scale_of, statement
 from ..errors import UsageError
 from ..inputs import open_profile
 from ..render.console import make_console
@@ -72,9 +73,15 @@ class AnalyzeCommand:
         overrides = dict(args.threshold or [])
         profile = open_profile(args.profile)
         findings = run_rules(profile, only, overrides)
-        line = summary(findings, measured_ms(profile))
+        scale = scale_of(profile.metadata)
+        span = measured_ms(profile)
+        line = summary(findings, None if span is None else span * scale.factor, scale.per_step)
         if args.json:
-            dump({"schema": SCHEMA, "summary": line, "findings": [f.to_json() for f in findings]})
+            doc: dict[str, Any] = {"schema": SCHEMA, "summary": line}
+            words = statement(scale)
+            if words:
+                doc["per_step"] = words  # (savings are per step: a sample of whole steps)
+            dump(doc | {"findings": [f.to_json() for f in findings]})
         else:
             render_findings(make_console(), findings, args.profile, line)
         sys.stdout.flush()

@@ -12,12 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from ..analysis.per_step import series_scale_of, steps_of
 from ..errors import KernelscopeError, UsageError
 from ..model import Profile
 from ..model.io import from_bytes, to_bytes
 from ..store.keys import BYS, keyed_rows
-from ..store.schema import SCHEMA_VERSION
+from ..store.schema import METRICS, SCHEMA_VERSION
 from .db import open_history
 from .series import assign, pairs
 
@@ -133,13 +135,25 @@ def _with_series(
     return rows.append_column("series", pa.array(out, pa.string()))
 
 
+def _per_step(rows: pa.Table, profile: Profile) -> pa.Table:
+    """A run that recorded whole steps is stored per step (``analysis.per_step``), so that a sample of steps
+    and a complete run, or runs of different lengths, compare."""
+    factor = series_scale_of(profile.metadata).factor
+    if factor == 1.0:
+        return rows
+    for i, name in enumerate(rows.column_names):
+        if name in METRICS:
+            rows = rows.set_column(i, name, pc.multiply(rows.column(name), factor))
+    return rows
+
+
 def add_runs(db: str, runs: Sequence[tuple[Profile, RunInfo]]) -> list[int]:
     """Store each (profile, info) as a run; returns the new run ids. All or nothing.
 
     Each run's keys get their series (``history.series``): paired with the program's previous run.
     """
     # before taking the lock: the rows, and each profile without its timeline for the next run to pair with
-    tables = [pa.concat_tables([keyed_rows(p, by) for by in BYS]) for p, _ in runs]
+    tables = [_per_step(pa.concat_tables([keyed_rows(p, by) for by in BYS]), p) for p, _ in runs]
     blobs = [to_bytes(p.replace(timeline=None)) for p, _ in runs]
     ids: list[int] = []
     with open_history(db, write=True) as con:
@@ -150,11 +164,12 @@ def add_runs(db: str, runs: Sequence[tuple[Profile, RunInfo]]) -> list[int]:
             anchors: dict[str, tuple[int, Profile] | None] = {}
             for n, ((profile, info), rows, blob) in enumerate(zip(runs, tables, blobs, strict=True)):
                 run_id = first + n
+                steps = steps_of(profile.metadata)
                 program = _program(info)
                 prev = anchors[program] if program in anchors else _anchor(con, program)
                 rows = _with_series(con, rows, profile, prev, known, run_id)
                 con.execute(
-                    "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [
                         run_id,
                         info.started,
@@ -166,6 +181,8 @@ def add_runs(db: str, runs: Sequence[tuple[Profile, RunInfo]]) -> list[int]:
                         json.dumps(info.command),
                         info.profile,
                         SCHEMA_VERSION,
+                        steps.recorded or None,
+                        steps.total or None,
                     ],
                 )
                 for name, value in info.labels.items():

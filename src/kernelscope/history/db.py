@@ -21,7 +21,8 @@ from ..store.schema import SCHEMA_VERSION
 
 # Bump when a table or column of the history file changes, with a step in MIGRATIONS (docs/history.md).
 # 2: rows.series (the identity a key keeps across moved lines) and the anchors table.
-HISTORY_SCHEMA = 2
+# 3: runs.recorded_steps and runs.steps (a live sample of whole steps; NULL: no steps recorded).
+HISTORY_SCHEMA = 3
 LOCK_TIMEOUT_S = 120.0
 
 _TABLES = (
@@ -36,7 +37,9 @@ _TABLES = (
         devices VARCHAR NOT NULL,
         command VARCHAR NOT NULL,
         profile VARCHAR,
-        schema_version INTEGER NOT NULL
+        schema_version INTEGER NOT NULL,
+        recorded_steps INTEGER,
+        steps INTEGER
     )""",
     "CREATE TABLE IF NOT EXISTS labels (run_id BIGINT NOT NULL, name VARCHAR NOT NULL, value VARCHAR NOT NULL)",
     """CREATE TABLE IF NOT EXISTS rows (
@@ -63,8 +66,14 @@ def _migrate_1(con: Any) -> None:
     con.execute(_TABLES[-1])
 
 
+def _migrate_2(con: Any) -> None:
+    """2 → 3: the runs' steps; unknown for the runs already stored (read as complete runs)."""
+    con.execute("ALTER TABLE runs ADD COLUMN recorded_steps INTEGER")
+    con.execute("ALTER TABLE runs ADD COLUMN steps INTEGER")
+
+
 # from version N: the step to N + 1
-MIGRATIONS = {1: _migrate_1}
+MIGRATIONS = {1: _migrate_1, 2: _migrate_2}
 
 
 @contextlib.contextmanager

@@ -39,15 +39,18 @@ class KeyChange:
     p_value: float | None  # None when the test cannot reach ALPHA with these run counts
     flagged: bool
     base_key: str | None = None  # the key's name in the base runs, where it differs (a line that moved)
+    not_recorded: str | None = None  # "base"/"new": every run of that side is a sample of steps without the key
 
     def to_json(self) -> dict[str, Any]:
         moved = {} if self.base_key is None else {"base_key": self.base_key}
+        unrecorded = {} if self.not_recorded is None else {"not_recorded": self.not_recorded}
         return {
             "key": self.key,
             **moved,
+            **unrecorded,
             "base": self.base,
             "new": self.new,
-            "change_pct": _finite(self.change_pct),
+            "change_pct": None if self.not_recorded else _finite(self.change_pct),
             "interval_pct": None if self.low_pct is None else [_finite(self.low_pct), _finite(self.high_pct)],
             "p_value": self.p_value,
             "flagged": self.flagged,
@@ -120,6 +123,14 @@ def _bootstrap(base: np.ndarray, new: np.ndarray, rng: np.random.Generator) -> t
     return float(lo), float(hi)
 
 
+def _measured(m: Matrix, k: int | None) -> np.ndarray:
+    """Series ``k``'s values in the runs that measured it (``Matrix.held``); ``None``: a key no run of this
+    side holds, 0 in each run that is no sample of steps."""
+    if k is not None:
+        return np.asarray(m.values[k][m.held(k)])
+    return np.zeros(sum(1 for j in range(len(m.run_ids)) if not (m.sampled and m.sampled[j])))
+
+
 def gate(
     base: Matrix, new: Matrix, base_sel: Selection, new_sel: Selection, fail_above_pct: float, noise_floor_pct: float
 ) -> GateResult:
@@ -148,12 +159,17 @@ def gate(
     for s in dict.fromkeys([*b_ids, *n_ids]):
         key = new.keys[ni[s]] if s in ni else base.keys[bi[s]]
         base_key = base.keys[bi[s]] if s in bi and s in ni and base.keys[bi[s]] != key else None
-        b = base.values[bi[s]] if s in bi else np.zeros(nb)
-        n = new.values[ni[s]] if s in ni else np.zeros(nn)
+        # a run that is a sample of steps without the key says nothing about it: left out for this key
+        b, n = _measured(base, bi.get(s)), _measured(new, ni.get(s))
+        if not len(b) or not len(n):
+            side = "base" if not len(b) else "new"
+            mb, mn = float(np.median(b)) if len(b) else 0.0, float(np.median(n)) if len(n) else 0.0
+            changes.append(KeyChange(key, mb, mn, 0.0, None, None, None, False, base_key, side))
+            continue
         mb, mn = float(np.median(b)), float(np.median(n))
         change = float(pct_change(mb, mn))
         lo = hi = p = None
-        if nb > 1 or nn > 1:
+        if len(b) > 1 or len(n) > 1:
             rng = np.random.default_rng([20, zlib.crc32((key or "").encode())])  # the same interval every time
             lo, hi = _bootstrap(b, n, rng)
         if tested:

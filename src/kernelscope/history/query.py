@@ -152,6 +152,15 @@ class Matrix:
     series: tuple[str | None, ...] = ()
     was: tuple[tuple[str, ...], ...] = ()
     cells: dict[tuple[int, int], str | None] = field(default_factory=dict)  # (k, j) → the key in run j
+    sampled: tuple[bool, ...] = ()  # per run: a live sample of whole steps (a key it lacks may run in others)
+
+    def held(self, k: int) -> np.ndarray:
+        """Per run: whether its value of series ``k`` is measured, i.e. the run holds the key or is no
+        sample of steps (a sample that lacks it says nothing: the key is not in its recorded steps)."""
+        return np.asarray(
+            [(k, j) in self.cells or not (self.sampled and self.sampled[j]) for j in range(len(self.run_ids))],
+            dtype=bool,
+        )
 
     def name_in(self, k: int, j: int) -> str | None:
         """Series ``k``'s key in run ``run_ids[j]`` (None where absent)."""
@@ -193,7 +202,14 @@ def matrix(con: Any, run_ids: list[int], by: str, metric: str) -> Matrix:
         values[index[series if series is not None else key], col[int(run_id)]] += float(value)
     keys = _unique([n[-1] for n in names], last, run_ids)
     was = tuple(tuple(str(x) for x in n[:-1] if x is not None) for n in names)
-    return Matrix(by, metric, tuple(run_ids), tuple(keys), values, values.sum(axis=0), tuple(index), was, cells)
+    steps = dict(
+        con.execute(
+            "SELECT id, recorded_steps < steps FROM runs WHERE id IN (SELECT unnest(?::BIGINT[]))", [run_ids]
+        ).fetchall()
+    )
+    sampled = tuple(bool(steps.get(r)) for r in run_ids)
+    totals = values.sum(axis=0)
+    return Matrix(by, metric, tuple(run_ids), tuple(keys), values, totals, tuple(index), was, cells, sampled)
 
 
 def _unique(names: list[str | None], last: list[int], run_ids: list[int]) -> list[str | None]:

@@ -19,6 +19,7 @@ class Trend:
     change_pct: float
     series: tuple[float, ...]  # oldest first
     was: tuple[str, ...] = ()  # the key's older names in these runs (a line that moved), oldest first
+    not_recorded: str | None = None  # "before"/"after": every run of that half is a sample of steps without it
 
     def to_json(self) -> dict[str, Any]:
         moved = {"was": list(self.was)} if self.was else {}
@@ -28,7 +29,8 @@ class Trend:
             "before": self.before,
             "after": self.after,
             "change": self.after - self.before,
-            "change_pct": self.change_pct if np.isfinite(self.change_pct) else "inf",
+            "change_pct": None if self.not_recorded else (self.change_pct if np.isfinite(self.change_pct) else "inf"),
+            **({"not_recorded": self.not_recorded} if self.not_recorded else {}),
             "series": list(self.series),
         }
 
@@ -40,10 +42,14 @@ def trends(m: Matrix) -> list[Trend]:
     out: list[Trend] = []
     for k, key in enumerate(m.keys):
         row = m.values[k]
-        before = float(np.median(row[: max(half, 1)])) if n else 0.0
-        after = float(np.median(row[half:])) if n else 0.0
+        held = m.held(k)  # (a sample of steps without the key says nothing about it)
+        older, newer = row[: max(half, 1)][held[: max(half, 1)]], row[half:][held[half:]]
+        before = float(np.median(older)) if len(older) else 0.0
+        after = float(np.median(newer)) if len(newer) else 0.0
+        missing = None if not n or (len(older) and len(newer)) else ("before" if not len(older) else "after")
+        change = 0.0 if missing else float(pct_change(before, after))
         was = m.was[k] if m.was else ()
-        out.append(Trend(key, before, after, float(pct_change(before, after)), tuple(float(v) for v in row), was))
+        out.append(Trend(key, before, after, change, tuple(float(v) for v in row), was, missing))
     out.sort(key=lambda t: (-abs(t.after - t.before), t.key is None, t.key or ""))
     return out
 

@@ -18,6 +18,7 @@ class Category(enum.IntEnum):
     RUNTIME = 4  # cudaLaunchKernel, hipMemcpyAsync, ...
     OP = 5  # framework op on the host
     SYNC = 6  # host-device synchronisation call
+    FRAME = 7  # a context on the host that is no op: a user line, module, scope, step or compiled region
 
 
 # Row flags.
@@ -84,6 +85,14 @@ class Timeline:
 
     def devices(self) -> list[str]:
         return sorted({t.device for t in self.tracks})
+
+    def span_ns(self) -> int | None:
+        """First start to last end of the ops, runtime calls and device work: the wall time the timeline
+        covers (the intervals of user lines, modules and steps that an import keeps are left out of it)."""
+        keep = self.category != int(Category.FRAME)
+        if not keep.any():
+            return None
+        return int((self.start_ns[keep] + self.dur_ns[keep]).max() - self.start_ns[keep].min())
 
 
 class TimelineBuilder:

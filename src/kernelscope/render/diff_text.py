@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..analysis.diff import DiffResult, DiffRow, Gate
+from ..analysis.per_step import NOT_RECORDED
 from .format import fmt_si
 
 NULL_LABEL = {
@@ -26,6 +27,8 @@ def _num(value: float, unit: str = "ms") -> str:
 
 
 def _pct(row: DiffRow) -> str:
+    if row.not_recorded:
+        return f"{row.not_recorded}: {NOT_RECORDED}"
     p = row.delta_pct
     if p is None:
         return "new" if row.new else ""
@@ -46,13 +49,16 @@ def render_diff(console: Console, result: DiffResult, limit: int | None = None, 
         if r.base_key:
             label += f" (was {r.base_key})"
         style = "red" if id(r) in tripped else None
-        values = (_num(v / scale, unit) for v in (r.base, r.new, r.delta))
+        values = [_num(v / scale, unit) for v in (r.base, r.new, r.delta)]
+        if r.not_recorded:
+            values[0 if r.not_recorded == "base" else 1], values[2] = "—", ""
         table.add_row(*values, _pct(r), escape(label), style=style)
     if limit is not None and len(result.rows) > limit:
         table.add_row("", "", "", "", f"… {len(result.rows) - limit} more rows (use --limit)")
     t = result.total
     table.add_row(*(_num(v / scale, unit) for v in (t.base, t.new, t.delta)), _pct(t), "total", style="bold")
-    console.print(f"[bold]{escape(result.metric)}[/bold] by {escape(result.by)}: base → new")
+    per_step = f", {escape(result.per_step)}" if result.per_step else ""
+    console.print(f"[bold]{escape(result.metric)}[/bold] by {escape(result.by)}: base → new{per_step}")
     console.print(table)
     if gate is not None:
         if gate.tripped:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ..history.query import Run
 from ..history.trend import Trend
-from .history_text import fmt, fmt_pct, label, moved, when
+from .history_text import fmt, label, moved, trend_change, when
 
 WIDTH, HEIGHT, PAD = 360, 90, 6
 
@@ -54,7 +54,7 @@ def render_trend_page(title: str, by: str, metric: str, runs: Sequence[Run], row
         parts.append(
             '<div class="key">'
             f'<div class="name">{html.escape(name)}</div>'
-            f'<div class="meta">{fmt(t.before, metric)} → {fmt(t.after, metric)} ({fmt_pct(t.change_pct)})</div>'
+            f'<div class="meta">{fmt(t.before, metric)} → {fmt(t.after, metric)} ({html.escape(trend_change(t))})</div>'
             f"{_plot(t.series, runs, metric)}</div>"
         )
     parts.append("</body></html>\n")

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..analysis.per_step import NOT_RECORDED
 from ..history.gate import GateResult
 from ..history.query import Run
 from ..history.trend import Trend
@@ -117,12 +118,16 @@ def render_trends(console: Console, by: str, metric: str, n_runs: int, rows: Seq
     for tr in rows:
         t.add_row(
             Text(moved(tr.key, tr.was)),
-            fmt(tr.before, metric),
-            fmt(tr.after, metric),
-            fmt_pct(tr.change_pct),
+            "—" if tr.not_recorded == "before" else fmt(tr.before, metric),
+            "—" if tr.not_recorded == "after" else fmt(tr.after, metric),
+            trend_change(tr),
             sparkline(tr.series),
         )
     console.print(t)
+
+
+def trend_change(tr: Trend) -> str:
+    return f"{tr.not_recorded}: {NOT_RECORDED}" if tr.not_recorded else fmt_pct(tr.change_pct)
 
 
 def render_gate(console: Console, g: GateResult, limit: int) -> None:
@@ -142,9 +147,9 @@ def render_gate(console: Console, g: GateResult, limit: int) -> None:
         t.add_row(
             "REGRESSION" if c.flagged else "",
             Text(moved(c.key, [c.base_key] if c.base_key else [])),
-            fmt(c.base, g.metric),
-            fmt(c.new, g.metric),
-            fmt_pct(c.change_pct),
+            "—" if c.not_recorded == "base" else fmt(c.base, g.metric),
+            "—" if c.not_recorded == "new" else fmt(c.new, g.metric),
+            f"{c.not_recorded}: {NOT_RECORDED}" if c.not_recorded else fmt_pct(c.change_pct),
             interval,
             "-" if c.p_value is None else f"{c.p_value:.3f}",
         )
@@ -157,4 +162,13 @@ def render_gate(console: Console, g: GateResult, limit: int) -> None:
         console.print(Text(f"no regression above {g.fail_above_pct:g}%"))
 
 
-__all__ = ["NULL_KEY", "moved", "render_gate", "render_runs", "render_series", "render_trends", "sparkline"]
+__all__ = [
+    "NULL_KEY",
+    "moved",
+    "render_gate",
+    "render_runs",
+    "render_series",
+    "render_trends",
+    "sparkline",
+    "trend_change",
+]

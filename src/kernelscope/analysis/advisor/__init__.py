@@ -18,6 +18,7 @@ from typing import Any
 
 from ...errors import UsageError
 from ...model import Profile
+from ..per_step import StepScale, scale_of, statement
 
 
 class Severity(enum.Enum):
@@ -179,7 +180,24 @@ def run_rules(
     findings: list[Finding] = []
     for r in selected:
         findings.extend(r.check(profile, values[r.name]))
-    return sorted(group_findings(findings), key=_order)
+    return sorted(per_step_savings(group_findings(findings), scale_of(profile.metadata)), key=_order)
+
+
+def per_step_savings(findings: list[Finding], scale: StepScale) -> list[Finding]:
+    """In a sample of whole steps, savings are per step (``analysis.per_step``): what a step would save."""
+    words = statement(scale)
+    if words is None:
+        return findings
+    return [
+        f
+        if f.estimated_saving_ms is None
+        else replace(
+            f,
+            estimated_saving_ms=round(f.estimated_saving_ms * scale.factor, 3),
+            saving_method="; ".join(x for x in (f.saving_method, words) if x),
+        )
+        for f in findings
+    ]
 
 
 def group_findings(findings: list[Finding]) -> list[Finding]:
@@ -216,8 +234,8 @@ def _order(f: Finding) -> tuple[float, int, str, str, int]:
     return (-(f.estimated_saving_ms or 0.0), -f.severity.rank, f.rule, f.file or "", f.line or 0)
 
 
-def summary(findings: list[Finding], span_ms: float | None = None) -> str:
-    """The one line printed before the findings."""
+def summary(findings: list[Finding], span_ms: float | None = None, per_step: bool = False) -> str:
+    """The one line printed before the findings (``per_step``: savings and span are per step)."""
     if not findings:
         return "No findings."
     counts: dict[Severity, int] = {}
@@ -228,9 +246,10 @@ def summary(findings: list[Finding], span_ms: float | None = None) -> str:
     text = f"{len(findings)} finding(s) ({parts}); top: {top.title}"
     if top.estimated_saving_ms:
         share = ""
+        each = " per step" if per_step else ""
         if span_ms and top.estimated_saving_ms <= span_ms:  # compile time, e.g., lies outside the span
-            share = f", {100 * top.estimated_saving_ms / span_ms:.0f}% of {span_ms:,.1f} ms measured"
-        text += f" (saves ~{top.estimated_saving_ms:,.1f} ms{share})"
+            share = f", {100 * top.estimated_saving_ms / span_ms:.0f}% of {span_ms:,.1f} ms measured{each}"
+        text += f" (saves ~{top.estimated_saving_ms:,.1f} ms{each}{share})"
     return text
 
 
@@ -247,6 +266,7 @@ __all__ = [
     "Thresholds",
     "group_findings",
     "measured_ms",
+    "per_step_savings",
     "rule",
     "rules",
     "run_kind",

@@ -8,13 +8,14 @@ for ``kernelscope diff --fail-above``. Pure functions: neither profile is mutate
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from ...errors import UsageError
 from ...model import FrameKind, Profile
+from ..per_step import StepScale, comparison_statement, scales_of
 from .normalize import Key, key_of, normal_kernel
 from .unify import Unified, UNode, unify
 
@@ -29,6 +30,7 @@ class DiffRow:
     base: float
     new: float
     base_key: str | None = None  # the key in the base run, where it differs (a moved line)
+    not_recorded: str | None = None  # "base" or "new": that side, a sample of steps, does not hold the key
 
     @property
     def delta(self) -> float:
@@ -36,19 +38,23 @@ class DiffRow:
 
     @property
     def delta_pct(self) -> float | None:
-        return 100.0 * self.delta / self.base if self.base else None
+        return 100.0 * self.delta / self.base if self.base and self.not_recorded is None else None
 
     def to_json(self, scale: float) -> dict[str, Any]:
         pct = self.delta_pct
         out: dict[str, Any] = {"key": self.key}
         if self.base_key is not None:
             out["base_key"] = self.base_key
-        return out | {
+        out |= {
             "base": self.base / scale,
             "new": self.new / scale,
-            "delta": self.delta / scale,
+            # a key one sample does not hold: no measured change (the side's 0 is "none in the recorded steps")
+            "delta": 0.0 if self.not_recorded else self.delta / scale,
             "delta_pct": None if pct is None else round(pct, 3),
         }
+        if self.not_recorded:
+            out["not_recorded"] = self.not_recorded
+        return out
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,7 @@ class DiffResult:
     metric: str
     rows: tuple[DiffRow, ...]  # sorted by |delta|, largest first
     total: DiffRow
+    per_step: str | None = None  # values are per step (two samples of steps): how (``per_step.comparison_statement``)
 
     @property
     def unit(self) -> tuple[str, float]:
@@ -64,7 +71,7 @@ class DiffResult:
 
     def to_json(self) -> dict[str, Any]:
         unit, scale = self.unit
-        return {
+        out = {
             "schema": 1,
             "by": self.by,
             "metric": self.metric,
@@ -72,6 +79,9 @@ class DiffResult:
             "rows": [r.to_json(scale) for r in self.rows],
             "total": self.total.to_json(scale),
         }
+        if self.per_step:
+            out["per_step"] = self.per_step
+        return out
 
 
 def pick_metric(base: Profile, new: Profile, metric: str | None) -> str:
@@ -127,6 +137,8 @@ def diff(
     m = pick_metric(base, new, metric)
     unified = unify(base, new, cwd)
     b, n = unified.values(m)
+    b_scale, n_scale = scales_of(base.metadata, new.metadata)
+    b, n = b * b_scale.factor, n * n_scale.factor
     total = DiffRow("total", float(b.sum()), float(n.sum()))
     if by == "tree":
         rows = _tree_rows(unified, b, n)
@@ -147,8 +159,18 @@ def diff(
                 a[0] += b[i]
                 a[1] += n[i]
         rows = [DiffRow(k, v[0], v[1], moved.get(k)) for k, v in acc.items()]
+    rows = [_mark_unrecorded(r, b_scale, n_scale) for r in rows]
     rows.sort(key=lambda r: (-abs(r.delta), -max(r.base, r.new), r.key is None, r.key or ""))
-    return DiffResult(by, m, tuple(rows), total)
+    return DiffResult(by, m, tuple(rows), total, comparison_statement(b_scale, n_scale))
+
+
+def _mark_unrecorded(row: DiffRow, base: StepScale, new: StepScale) -> DiffRow:
+    """A key that a sample of steps does not hold may run in the steps it left out: not a drop to nothing."""
+    if not row.base and base.sampled:
+        return replace(row, not_recorded="base")
+    if not row.new and new.sampled:
+        return replace(row, not_recorded="new")
+    return row
 
 
 def _tree_rows(unified: Unified, b: np.ndarray[Any, Any], n: np.ndarray[Any, Any]) -> list[DiffRow]:
@@ -189,8 +211,9 @@ def regressions(result: DiffResult, pct: float, noise_floor_pct: float = NOISE_F
     tripped = []
     for r in result.rows:
         p = r.delta_pct
-        # a row trips when it grew by more than the floor and by more than pct (a new row: by anything)
-        if r.delta > floor and (p is None or p > pct):
+        # a row trips when it grew by more than the floor and by more than pct (a new row: by anything);
+        # a key that one sample of steps does not hold is no change
+        if r.not_recorded is None and r.delta > floor and (p is None or p > pct):
             tripped.append(r)
     tp = result.total.delta_pct
     return Gate(pct, noise_floor_pct, tp is not None and tp > pct, tuple(tripped))

@@ -206,6 +206,8 @@ class ChromeDecoder:
                 value = 0
                 if args is not None:
                     ext = _int(args.external_id) or -1
+                    if (kind is Kind.PYTHON or kind is Kind.MODULE) and args.calls == 0:
+                        value = -1  # (kernelscope's export of a frame with no call of its own)
                     if kind is Kind.RUNTIME or kind is Kind.SYNC:
                         c = _int(args.correlation)
                         corr = -1 if c is None else c

@@ -38,6 +38,8 @@ class RawArgs(msgspec.Struct, frozen=True):
     graph_node_id_camel: Any = msgspec.field(name="graphNodeId", default=None)
     pg_name: Any = msgspec.field(name="Process Group Name", default=None)
     comm_seq: Any = msgspec.field(name="Seq", default=None)  # NCCL seq_num (newer PyTorch)
+    # kernelscope's own export: 0 on a user line or module that made no call of its own in the profile
+    calls: Any = msgspec.field(name="Calls", default=None)
 
 
 NO_RAW = msgspec.Raw(b"")

@@ -12,10 +12,11 @@ Categories are Kineto's (``cpu_op``, ``cuda_runtime``, ``kernel``, ``gpu_memcpy`
 The timeline keeps no runtime-call names: those events are named ``runtime`` (``sync`` for
 synchronisations).
 
-A profile without a timeline (a Proton import, a merged profile) is laid out end to end: each
-frame is one interval as long as its inclusive ``time_ns`` (its ``cpu_time_ns`` when it has no
-device time), children one after another inside their parent on one host thread, kernels on
-their stream under a launch of the op above them. Durations are then totals, not calls.
+A profile without a timeline (a live run, a Proton import, a merged profile) is laid out as calls on
+one host thread (``chrome_layout``): each frame as many events as it has calls, their durations adding
+up to its inclusive host time, children inside their parent, device kernels on their stream under a
+launch; re-imported, it gives back the profile's ``cpu_time_ns``, ``time_ns`` and ``count`` totals.
+Durations are then shares of totals, not the calls' own.
 """
 
 from __future__ import annotations
@@ -25,8 +26,12 @@ import re
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-from ...model import FrameKind, Profile
+import numpy as np
+
+from ...model import Profile
 from ...model.timeline import Category, Timeline, Track
+from .chrome_host import HostEvents
+from .chrome_layout import lay_out
 from .registry import Exporter, register
 
 _CAT = {
@@ -37,6 +42,7 @@ _CAT = {
     Category.RUNTIME: "cuda_runtime",
     Category.SYNC: "cuda_runtime",
     Category.OP: "cpu_op",
+    Category.FRAME: "user_annotation",
 }
 _DEVICE_SIDE = frozenset({Category.KERNEL, Category.COMM, Category.MEMCPY, Category.MEMSET})
 _NUMBER = re.compile(r"(\d+)$")
@@ -96,11 +102,13 @@ def timeline_events(profile: Profile, tl: Timeline) -> Iterator[dict[str, Any]]:
     node, track, start, dur = tl.node.tolist(), tl.track.tolist(), tl.start_ns.tolist(), tl.dur_ns.tolist()
     cat, corr = tl.category.tolist(), tl.correlation.tolist()
     launches: set[int] = {c for c, k in zip(corr, cat, strict=True) if c >= 0 and Category(k) in _DEVICE_SIDE}
+    host_events = HostEvents(profile)
     for i in sorted(range(len(node)), key=lambda i: (start[i], -dur[i])):
         t = tl.tracks[track[i]]
         kind = Category(cat[i])
         pid, tid = pids[t.device], _tid(t, track[i])
         args: dict[str, Any] = {"stack": stacks(node[i])}
+        cat_name = ""
         if corr[i] >= 0:
             args["correlation"] = corr[i]
         if kind in _DEVICE_SIDE:
@@ -111,11 +119,12 @@ def timeline_events(profile: Profile, tl: Timeline) -> Iterator[dict[str, Any]]:
             m = _NUMBER.search(t.name)
             if m is not None:
                 args["stream"] = int(m.group(1))
-        elif kind is Category.OP:
-            name = labels[profile.frame[node[i]]]
+        elif kind is Category.OP or kind is Category.FRAME:
+            cat_name, name, more = host_events(node[i])
+            args.update(more)
         else:
             name = "sync" if kind is Category.SYNC else "runtime"
-        event = {"ph": "X", "cat": _CAT[kind], "name": name, "pid": pid, "tid": tid, "ts": _us(start[i])}
+        event = {"ph": "X", "cat": cat_name or _CAT[kind], "name": name, "pid": pid, "tid": tid, "ts": _us(start[i])}
         event["dur"] = _us(dur[i])
         event["args"] = args
         yield event
@@ -127,72 +136,75 @@ def timeline_events(profile: Profile, tl: Timeline) -> Iterator[dict[str, Any]]:
             yield flow
 
 
-def layout_events(profile: Profile) -> Iterator[dict[str, Any]]:
-    """The tree laid out end to end (see the module docstring) for profiles without a timeline."""
-    time = profile.inclusive("time_ns")
-    cpu = profile.inclusive("cpu_time_ns")
-    width = [t if t > 0 else c for t, c in zip(time.tolist(), cpu.tolist(), strict=True)]
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def layout_events(profile: Profile) -> Iterator[dict[str, Any] | str]:
+    """The tree laid out as calls (``chrome_layout``) for profiles without a timeline. A frame's events differ
+    only in their times: each frame's JSON is written once and its calls' events are made from it as text."""
+    laid = lay_out(profile)
     stacks = _Stacks(profile)
     host = Track("thread 1", "cpu", "thread")
     tracks: dict[Track, int] = {host: 0}
-    pending: list[tuple[int, float]] = [(0, 0.0)]
-    events: list[dict[str, Any]] = []
-    correlation = 0
-    kids = profile.children
-    while pending:
-        node, start = pending.pop()
+    streams: dict[int, Track] = {}
+    for node in dict.fromkeys(laid.device_node.tolist()):
         frame = profile.frame_of(node)
-        if node and width[node] > 0:
-            args = {"stack": stacks(node)}
-            if frame.kind is FrameKind.KERNEL or frame.kind is FrameKind.PART:
-                correlation += 1
-                device = frame.device or "cuda:0"
-                stream = Track(f"stream {frame.stream if frame.stream >= 0 else 0}", device, "stream")
-                tracks.setdefault(stream, len(tracks))
-                events.append(_x("cuda_runtime", "runtime", host, start, 0.0, {"correlation": correlation}))
-                events.append(
-                    _x("kernel", frame.label(), stream, start, width[node], {**args, "correlation": correlation})
-                )
-            elif frame.kind is not FrameKind.ROOT:
-                cat = {FrameKind.OP: "cpu_op", FrameKind.PYTHON: "python_function"}.get(frame.kind, "user_annotation")
-                events.append(_x(cat, frame.label(), host, start, width[node], args))
-        if frame.kind is FrameKind.KERNEL:
-            continue  # parts are estimates inside the kernel's own interval
-        cursor = start
-        for child in kids[node]:
-            pending.append((child, cursor))
-            cursor += width[child]
+        stream = Track(f"stream {max(frame.stream, 0)}", frame.device or "cuda:0", "stream")
+        streams[node] = stream
+        tracks.setdefault(stream, len(tracks))
     ordered = tuple(tracks)
     pids = _pids(ordered)
     yield from _metadata_events(ordered, pids)
-    for e in events:
-        t: Track = e.pop("track")
-        e["pid"], e["tid"] = pids[t.device], _tid(t, ordered.index(t))
-        yield e
-
-
-def _x(cat: str, name: str, track: Track, start_ns: float, dur_ns: float, args: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "ph": "X",
-        "cat": cat,
-        "name": name,
-        "track": track,
-        "ts": start_ns / 1000.0,
-        "dur": dur_ns / 1000.0,
-        "args": args,
-    }
+    on_host = {"pid": pids[host.device], "tid": _tid(host, 0)}
+    host_events = HostEvents(profile)
+    # microseconds as JSON numbers: ns / 1000 reads back to the same ns (floats hold them exactly to 2**53 ns)
+    nodes, starts, durs = laid.host_node.tolist(), (laid.host_start / 1e3).tolist(), (laid.host_dur / 1e3).tolist()
+    parts: dict[int, tuple[str, str]] = {}  # per node: its events' JSON before the times and after them
+    for i in np.lexsort((laid.host_depth, -laid.host_dur, laid.host_start)).tolist():
+        node = nodes[i]
+        part = parts.get(node)
+        if part is None:
+            cat, name, more = host_events(node)
+            head = _json({"ph": "X", "cat": cat, "name": name, **on_host})[:-1]
+            part = parts[node] = (head, ',"args":' + _json({"stack": stacks(node), **more}) + "}")
+        yield f'{part[0]},"ts":{starts[i]!r},"dur":{durs[i]!r}{part[1]}'
+    d_nodes, d_starts, d_durs = laid.device_node.tolist(), laid.device_start.tolist(), laid.device_dur.tolist()
+    launches = laid.device_launch.tolist()
+    for correlation, i in enumerate(np.lexsort((laid.device_node, laid.device_launch)).tolist(), start=1):
+        node = d_nodes[i]
+        stream = streams[node]
+        on_stream = {"pid": pids[stream.device], "tid": _tid(stream, ordered.index(stream))}
+        ts = _us(launches[i])
+        yield {"ph": "X", "cat": "cuda_runtime", "name": "runtime", **on_host, "ts": ts, "dur": 0} | {
+            "args": {"correlation": correlation}
+        }
+        yield {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": correlation, **on_host, "ts": ts}
+        args = {"stack": stacks(node), "correlation": correlation}
+        ts = _us(d_starts[i])
+        yield {"ph": "X", "cat": "kernel", "name": profile.frame_of(node).name, **on_stream, "ts": ts} | {
+            "dur": _us(d_durs[i]),
+            "args": args,
+        }
+        yield {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": correlation, **on_stream, "ts": ts, "bp": "e"}
 
 
 def dump(profile: Profile, fh: TextIO) -> None:
     tl = profile.timeline
-    events = timeline_events(profile, tl) if tl is not None and len(tl) else layout_events(profile)
+    # a timeline with host rows (an import) is written as it is; a live run's holds its device rows at most
+    # (its host work is aggregated): it is laid out as calls
+    on_host = tl is not None and not bool(np.isin(tl.category, [int(c) for c in _DEVICE_SIDE]).all())
+    events = timeline_events(profile, tl) if tl is not None and on_host else layout_events(profile)
     fh.write('{"displayTimeUnit":"ns","otherData":{"exporter":"kernelscope"},"traceEvents":[\n')
-    first = True
+    batch: list[str] = []
+    sep = ""
     for event in events:
-        if not first:
-            fh.write(",\n")
-        first = False
-        fh.write(json.dumps(event, ensure_ascii=False, allow_nan=False, separators=(",", ":")))
+        batch.append(event if isinstance(event, str) else _json(event))
+        if len(batch) == 4096:
+            fh.write(sep + ",\n".join(batch))
+            batch, sep = [], ",\n"
+    if batch:
+        fh.write(sep + ",\n".join(batch))
     fh.write("\n]}\n")
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ... import __version__
+from ...analysis.per_step import scale_of, statement
 from ...analysis.summary import coverage_note
 from ...analysis.views import GROUPINGS, node_keys, own_nodes
 from ...model import FrameKind, Profile
@@ -144,16 +145,22 @@ def header(profile: Profile) -> dict[str, Any]:
         "time_meaning": _TIME_MEANING[bool(device_run)],
         "wall_time_ns": _wall_ns(profile),
         "coverage": coverage_note(meta),
+        "per_step": _per_step(meta),
         "tool": f"kernelscope {__version__}",
     }
+
+
+def _per_step(meta: dict[str, Any]) -> dict[str, Any] | None:
+    """A sample of whole steps: the factor that turns its totals into per-step values, and the words."""
+    scale = scale_of(meta)
+    words = statement(scale)
+    return None if words is None else {"factor": scale.factor, "statement": words}
 
 
 def _wall_ns(profile: Profile) -> int | None:
     """First start to last end over the timeline: the wall time the profile covers (None without one)."""
     tl = profile.timeline
-    if tl is None or len(tl) == 0:
-        return None
-    return int((tl.start_ns + tl.dur_ns).max() - tl.start_ns.min())
+    return tl.span_ns() if tl is not None else None
 
 
 def _when(value: Any) -> Any:

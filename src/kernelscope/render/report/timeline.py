@@ -22,9 +22,12 @@ def timeline_payload(profile: Profile) -> dict[str, Any] | None:
     tl = profile.timeline
     if tl is None or len(tl) == 0:
         return None
-    keep = np.arange(len(tl))
-    if len(tl) > MAX_ROWS:
-        keep = np.argpartition(-tl.dur_ns, MAX_ROWS - 1)[:MAX_ROWS]
+    keep = np.flatnonzero(tl.category != int(Category.FRAME))  # (lanes of ops and device work)
+    if len(keep) == 0:
+        return None
+    rows = len(keep)
+    if rows > MAX_ROWS:
+        keep = keep[np.argpartition(-tl.dur_ns[keep], MAX_ROWS - 1)[:MAX_ROWS]]
     keep = keep[np.argsort(tl.start_ns[keep], kind="stable")]
     start = tl.start_ns[keep]
     t0 = int(start.min())
@@ -37,7 +40,7 @@ def timeline_payload(profile: Profile) -> dict[str, Any] | None:
         "node": tl.node[keep].tolist(),
         "cat": tl.category[keep].tolist(),
         "corr": tl.correlation[keep].tolist(),
-        "rows": len(tl),
+        "rows": rows,
         "t0_ns": t0,
     }
     try:

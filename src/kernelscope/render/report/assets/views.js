@@ -243,7 +243,7 @@ class Views {
         a.href = "#"; a.addEventListener("click", (e) => { e.preventDefault(); this.showLine(f.file, f.line); });
         div.append(a);
       }
-      if (f.estimated_saving_ms != null) div.append(el("div", "ks-hint", `estimated saving ${f.estimated_saving_ms.toFixed(2)} ms`));
+      if (f.estimated_saving_ms != null) div.append(el("div", "ks-hint", `estimated saving ${f.estimated_saving_ms.toFixed(2)} ms${data.header.per_step ? " per step" : ""}`));
       box.append(div);
     }
   }
@@ -268,7 +268,8 @@ function renderHeader(data) {
   const time = data.metrics.time_ns ? data.metrics.time_ns.reduce((a, b) => a + b, 0) : null;
   const items = [["command", h.command], ["source", h.source_path && `${h.source_format} ${h.source_path}`], ["started", h.start_time],
     ["host", h.host], ["devices", h.devices && h.devices.join(", ")], ["rank", h.world_size > 1 ? (h.rank != null ? `${h.rank} of ${h.world_size}` : `${h.world_size} ranks`) : null],
-    ["total time", time !== null ? fmtValue("time_ns", time) : null], ["wall time (timeline)", h.wall_time_ns != null ? fmtValue("time_ns", h.wall_time_ns) : null],
+    ["total time", time !== null ? fmtValue("time_ns", time) : null],
+    ["per step", time !== null && h.per_step ? `${fmtValue("time_ns", time * h.per_step.factor)} (${h.per_step.statement})` : null], ["wall time (timeline)", h.wall_time_ns != null ? fmtValue("time_ns", h.wall_time_ns) : null],
     ["time", h.time_meaning], ["recorded", h.coverage], ["by", h.tool]];
   for (const [k, v] of items) {
     if (v === null || v === undefined || v === "") continue;
