@@ -46,12 +46,12 @@ class Corpus:
     def tokenize(self, path: str) -> torch.Tensor:
         with open(path, encoding="utf8") as f:
             for line in f:
-                for word in line.split() + ["<eos>"]:
+                for word in [*line.split(), "<eos>"]:
                     self.dictionary.add_word(word)
         with open(path, encoding="utf8") as f:
             idss = []
             for line in f:
-                ids = [self.dictionary.word2idx[w] for w in line.split() + ["<eos>"]]
+                ids = [self.dictionary.word2idx[w] for w in [*line.split(), "<eos>"]]
                 idss.append(torch.tensor(ids, dtype=torch.int64))
             return torch.cat(idss)
 
