@@ -9,6 +9,7 @@ from ..inputs import is_store, open_profile
 from ..model import Profile
 from ..render.json_view import dump
 from ..render.report import write_report
+from .sources import add_source_root_argument, source_roots
 
 
 class ReportCommand:
@@ -22,12 +23,13 @@ class ReportCommand:
             help="a .ksprof profile, a trace kernelscope imports, or a job store (adds the Ranks view)",
         )
         parser.add_argument("-o", "--output", required=True, metavar="REPORT.html", help="the HTML file to write")
+        add_source_root_argument(parser)
         parser.add_argument("--json", action="store_true", help="print the documented JSON (schema 1), not a line")
 
     def run(self, args: argparse.Namespace) -> int:
         profile = _open(args.input)
         try:
-            write_report(profile, args.output)
+            write_report(profile, args.output, source_roots(args))
         except OSError as exc:  # missing folder, no permission, disk full: the output, not a bug
             raise UsageError(f"{args.output}: cannot write ({exc.strerror or exc})") from None
         if args.json:

@@ -137,7 +137,7 @@ class RunCommand:
             from ..render.report import write_report
 
             try:
-                write_report(profile, args.html)
+                write_report(profile, args.html, _live_roots(args))
             except OSError as exc:
                 problem = (
                     f"profile saved to {saved}, but the report {args.html} could not be written ({exc.strerror or exc})"
@@ -245,6 +245,13 @@ def _view_args(args: argparse.Namespace) -> Any:
     ns = argparse.Namespace(**vars(args))
     ns.depth = ns.depth or 12
     return ns
+
+
+def _live_roots(args: argparse.Namespace) -> Any:
+    """A live run's source roots: its working folder and its script's folder (docs/trust.md)."""
+    from ..trust.sources import SourceRoots
+
+    return SourceRoots.of([os.getcwd()] + ([] if args.module else [os.path.dirname(os.path.abspath(args.target))]))
 
 
 def _default_output(target: str, is_module: bool) -> str:

@@ -9,7 +9,6 @@ as ``kernelscope view --by`` does. Findings come from the advisor when it runs.
 from __future__ import annotations
 
 import math
-import os
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -23,6 +22,7 @@ from ...analysis.summary import coverage_note
 from ...analysis.views import GROUPINGS, node_keys, own_nodes
 from ...model import FrameKind, Profile
 from ...model.devices import devices_of
+from ...trust.sources import SourceRoots
 from .sources import capture_sources
 from .timeline import timeline_payload
 
@@ -163,12 +163,18 @@ def _when(value: Any) -> Any:
     return value
 
 
-def build_payload(profile: Profile, *, findings: Findings | None = None, sources: bool = True) -> dict[str, Any]:
+def build_payload(
+    profile: Profile,
+    *,
+    findings: Findings | None = None,
+    sources: bool = True,
+    roots: SourceRoots | None = None,
+) -> dict[str, Any]:
+    """The report's data. Source snippets come only from files under ``roots`` (default: the current folder)."""
     if findings is None:
         findings = run_advisor(profile)
     metrics = {m: _column(profile.exclusive(m)) for m in profile.metric_names}
     ranks, ranks_error = ranks_payload(profile)
-    cwd = os.getcwd()
     return {
         "schema": SCHEMA,
         "header": header(profile),
@@ -179,7 +185,7 @@ def build_payload(profile: Profile, *, findings: Findings | None = None, sources
         "groups": _groups(profile),
         "findings": list(findings.items),
         "findings_error": findings.error,
-        "sources": capture_sources(profile, cwd) if sources else {},
+        "sources": capture_sources(profile, roots or SourceRoots.here()) if sources else {},
         "timeline": timeline_payload(profile),
         "ranks": ranks,
         "ranks_error": ranks_error,
