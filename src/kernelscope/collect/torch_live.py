@@ -18,6 +18,7 @@ from ..model import Profile
 from ..model.profile import prune_empty
 from ._process import _quiet_fd, _sigint_deferred
 from .budget import GRACE_SECONDS_DEFAULT, MAX_OVERHEAD_DEFAULT, PROBE_SECONDS, Ledger, OverheadBudget
+from .checkpoint import Checkpoint
 from .continued import Chain, OpenFrames
 from .foreign import ForeignProfiler
 from .heavy_imports import HeavyImportWatch, heavy_imports_done
@@ -132,6 +133,7 @@ class Session:
         self.deferred = 0  # window changes put off because the point was not safe
         self.start_time = time.time()
         self.argv = list(argv if argv is not None else sys.argv)
+        self.checkpoint: Checkpoint | None = None  # set by `kernelscope run` (issue 25 hook)
         self._prof: Any = None
         self._ran_on = OpenFrames()  # frames running on from one window into the next (one call each)
         self._chain: Chain = ()  # the stack when the open window opened (continued.py)
@@ -506,6 +508,9 @@ class Session:
         self.budget.window_closed(window=window, events=events, stop_and_fold=folded - start)
         self.budget.charge(end - folded)  # a fixed cost per window, not a rate
         self.sampling.closed(self.builder, self.recorded_seconds, time.perf_counter())
+        # --- hook (issue 25): a killed run keeps what was folded (collect/checkpoint.py) ---
+        if self.checkpoint is not None and not self._finalized:
+            self.budget.charge(self.checkpoint.folded(self))
 
     def scope_enter(self, name: str, metrics: dict[str, float] | None) -> bool:
         if not self.active:

@@ -114,6 +114,7 @@ def load(path: str | os.PathLike[str]) -> Profile:
         RecursionError,
         MemoryError,
         OverflowError,
+        RuntimeError,  # zipfile: "File ... is encrypted, password required" (a flipped flag bit)
     ) as exc:
         # flipped bytes inside deflated data, or JSON of the wrong shape
         raise BadInputError(f"{name}: corrupt kernelscope profile ({exc.__class__.__name__}: {exc})") from None

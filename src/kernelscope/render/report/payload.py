@@ -20,6 +20,7 @@ import numpy.typing as npt
 from ... import __version__
 from ...analysis.summary import coverage_note
 from ...analysis.views import GROUPINGS, node_keys, own_nodes
+from ...collect.checkpoint import abrupt_note
 from ...model import FrameKind, Profile
 from ...model.devices import devices_of
 from ...trust.sources import SourceRoots
@@ -144,6 +145,7 @@ def header(profile: Profile) -> dict[str, Any]:
         "time_meaning": _TIME_MEANING[bool(device_run)],
         "wall_time_ns": _wall_ns(profile),
         "coverage": coverage_note(meta),
+        "ended": abrupt_note(meta),
         "tool": f"kernelscope {__version__}",
     }
 
