@@ -21,7 +21,8 @@ import traceback
 def main() -> int:
     from kernelscope.cli.main import main as ks
 
-    cases = json.loads(open(sys.argv[1], encoding="utf-8").read())
+    with open(sys.argv[1], encoding="utf-8") as fh:
+        cases = json.load(fh)
     for argv in cases:
         print(json.dumps({"start": argv}), file=sys.stderr, flush=True)  # the last one started, if it hangs
         out, err = io.StringIO(), io.StringIO()
