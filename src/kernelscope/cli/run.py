@@ -208,6 +208,7 @@ def _run_torch(args: argparse.Namespace, output: str) -> tuple[Any, Any, str, st
     with _saving() as pending:
         profile = api.finalize()
         profile.metadata["exit_code"] = outcome.exit_code
+        profile.metadata["checkpoints"] = session.checkpoint.summary()
         saved, problem = _save(profile, output)
     if pending and not outcome.signal:  # it came while saving: acted on now that the profile is safe
         outcome = Outcome(128 + pending[0], f"terminated by {signal.Signals(pending[0]).name}", signal=pending[0])

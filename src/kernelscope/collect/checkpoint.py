@@ -114,6 +114,13 @@ class Checkpoint:
         self.spent = Spent(self.spent.writes + 1, self.spent.seconds + end - now, end)
         return end - now
 
+    def summary(self) -> dict[str, Any]:
+        """What checkpointing cost this run (the final profile's ``checkpoints`` metadata)."""
+        out: dict[str, Any] = {"writes": self.spent.writes, "seconds": round(self.spent.seconds, 4)}
+        if self.failed:
+            out["failed"] = self.failed
+        return out
+
     def write(self, profile: Profile) -> None:
         try:
             profile.save(self.path)
