@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from ..model import Profile
+from ..model.io import to_bytes
 from ..model.profile import prune_empty
 
 if TYPE_CHECKING:
@@ -122,11 +124,22 @@ class Checkpoint:
         return out
 
     def write(self, profile: Profile) -> None:
+        """Atomically (temporary file, then ``os.replace``), without ``fsync``: a checkpoint must outlive the
+        process, which the page cache does; the final save is the durable one."""
+        folder = os.path.dirname(self.path)
+        tmp = None
         try:
-            profile.save(self.path)
+            fd, tmp = tempfile.mkstemp(prefix=".ksprof-", suffix=".tmp", dir=folder)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(to_bytes(profile))
+            os.chmod(tmp, 0o666 & ~_umask())
+            os.replace(tmp, self.path)
             self.failed = None
         except OSError as exc:  # a full disk must not stop the program: the final save says what failed
             self.failed = exc.strerror or type(exc).__name__
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
 
 
 def _snapshot(session: Session, run: dict[str, Any]) -> Profile:
@@ -143,6 +156,12 @@ def _snapshot(session: Session, run: dict[str, Any]) -> Profile:
     for metric in ("time_ns", "cpu_time_ns", "count"):
         b.ensure_metric(metric)
     return prune_empty(b.build(metadata))
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _wall_start(session: Session) -> float:
