@@ -10,7 +10,9 @@ with the complete profile, without the mark.
 The cost is bounded by a pure policy (``due``): at most one write per ``min_interval_s``, and the time
 spent writing at most ``max_share`` of the time spent folding (the first write is free of the share, so
 a short run is covered too). The hook in the session is one call after each fold; it returns the seconds
-spent, which the session charges to its overhead budget.
+spent. They are not charged to the session's overhead budget (a short run's first write, which also
+gathers the run's metadata, would push it into sampling); the final profile's ``checkpoints`` metadata
+says what they cost (``summary``).
 """
 
 from __future__ import annotations

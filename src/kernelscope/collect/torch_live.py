@@ -510,7 +510,7 @@ class Session:
         self.sampling.closed(self.builder, self.recorded_seconds, time.perf_counter())
         # --- hook (issue 25): a killed run keeps what was folded (collect/checkpoint.py) ---
         if self.checkpoint is not None and not self._finalized:
-            self.budget.charge(self.checkpoint.folded(self))
+            self.checkpoint.folded(self)
 
     def scope_enter(self, name: str, metrics: dict[str, float] | None) -> bool:
         if not self.active:

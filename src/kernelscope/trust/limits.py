@@ -26,7 +26,7 @@ MAX_METADATA_BYTES = 64 * MiB  # header.json, metadata.json, timeline/tracks.jso
 MAX_JSON_MEMBER_BYTES = 512 * MiB  # frames.json
 MAX_ARRAY_MEMBER_BYTES = 2 * GiB  # one .npy column (a 250M-row timeline)
 # Whole-file formats (Proton, xplane, pftrace, ONNX Runtime, rocprof JSON), after gunzip.
-MAX_WHOLE_FILE_BYTES = 4 * GiB
+MAX_WHOLE_FILE_BYTES = 2 * GiB  # (protobuf refuses messages over 2 GiB anyway)
 # A streamed trace: its whole decompressed length, and one event (hence one string) in it.
 MAX_STREAM_BYTES = 256 * GiB
 MAX_EVENT_BYTES = 32 * MiB
