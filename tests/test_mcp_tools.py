@@ -69,7 +69,11 @@ def test_source_reads_the_file_when_it_is_here_and_says_why_not(hostile: Path, m
     assert [r["text"] for r in here["lines"] if r["here"]] == ["x10 = 10"]
     kernel_node = tools.top(str(hostile), by="kernel")["rows"][0]["nodes"][0]
     gone = tools.source(str(hostile), node=kernel_node)
-    assert gone["key"] == f"deep.py:{DEPTH}" and not gone["source_available"] and "not found" in gone["reason"]
+    assert (
+        gone["key"] == f"deep.py:{DEPTH}"
+        and not gone["source_available"]
+        and "not a readable text file" in gone["reason"]
+    )
     with pytest.raises(ToolFailure) as exc:
         tools.source(str(hostile), key="train.py:12")
     assert exc.value.code == "no_such_key" and exc.value.details["close"] == ["train.py:10"]

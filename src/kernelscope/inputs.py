@@ -7,11 +7,14 @@ import os
 from .errors import BadInputError
 from .model import Profile, load
 from .model.io import MAGIC, is_ksprof
+from .trust.limits import refuse_special
 
 
 def _looks_like_ksprof(path: str) -> bool:
     if path.endswith(".ksprof"):
         return True
+    if not os.path.isfile(path):
+        return False
     try:
         with open(path, "rb") as fh:
             return fh.read(4) == MAGIC
@@ -30,6 +33,7 @@ def is_store(path: str) -> bool:
 def open_profile(path: str) -> Profile:
     if not os.path.exists(path):
         raise BadInputError(f"{path}: no such file")
+    refuse_special(path)
     if is_store(path):
         from .store.read import open_store
 

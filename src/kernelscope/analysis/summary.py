@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..collect.checkpoint import abrupt_note
 from ..model import FrameKind, Profile
 from ..model.devices import devices_of
 
@@ -27,6 +28,7 @@ class Summary:
     time_ns: float
     user_ns: float  # time with a user line above it
     coverage: str | None = None  # a live run that recorded part of itself: how much, and why
+    ended: str | None = None  # a checkpoint of a killed run: "ended abruptly: recorded up to …"
 
     @property
     def user_share(self) -> float | None:
@@ -195,6 +197,7 @@ def summarize(profile: Profile) -> Summary:
         time_ns=profile.total("time_ns"),
         user_ns=user_time(profile),
         coverage=coverage_note(md),
+        ended=abrupt_note(md),
     )
 
 

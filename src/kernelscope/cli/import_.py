@@ -23,6 +23,7 @@ from ..model import Profile, save
 from ..model.io import is_ksprof
 from ..render.format import fmt_ns
 from ..render.json_view import dump
+from ..trust.limits import refuse_special
 from .validate import positive_int
 
 _TRACE_SUFFIXES = (".json.gz", ".json", ".hatchet", ".gz", ".pb")
@@ -117,6 +118,8 @@ class ImportCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         traces = expand_inputs(list(args.traces))
+        for path in traces:
+            refuse_special(path)  # a FIFO or device would block or never end
         if args.store is not None:
             return run_store(args, traces)
         if args.scheduler or args.workers:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import KernelscopeError
+from ..trust.text import visible
 from .command import Command
 from .registry import commands
 
@@ -93,10 +94,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         return int(args._command.run(args))
     except ParserError as exc:
-        print(f"{exc.prog}: error: {exc}", file=sys.stderr)
+        print(f"{exc.prog}: error: {visible(str(exc))}", file=sys.stderr)
         return 2
     except KernelscopeError as exc:
-        print(f"kernelscope: error: {exc}", file=sys.stderr)
+        print(f"kernelscope: error: {visible(str(exc))}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as exc:
         extra = OPTIONAL.get((exc.name or "").split(".")[0])

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from ..errors import BadInputError
+from .sources import add_source_root_argument, source_roots
 
 _SDK_MODULES = {"mcp", "mcp_types", "pydantic", "anyio"}
 
@@ -25,6 +26,7 @@ class McpCommand:
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         parser.epilog = EXAMPLES
+        add_source_root_argument(parser)
 
     def run(self, args: argparse.Namespace) -> int:
         try:
@@ -35,7 +37,7 @@ class McpCommand:
             raise BadInputError(f"kernelscope mcp needs the MCP SDK ({exc}); pip install 'kernelscope[mcp]'") from None
         if sys.stdin.isatty():
             print("kernelscope mcp: serving MCP on stdin/stdout for an agent (Ctrl-C to stop)", file=sys.stderr)
-        serve()
+        serve(source_roots(args))
         return 0
 
 

@@ -33,6 +33,12 @@ class RanksCommand:
         parser.add_argument("store", metavar="STORE", help="a folder written by kernelscope import --store")
         parser.add_argument("--top", type=positive_int, default=10, metavar="N", help="rows per table (default: 10)")
         parser.add_argument("--json", action="store_true", help="print the documented JSON (schema 1) instead of text")
+        parser.add_argument(
+            "--allow-partial",
+            action="store_true",
+            help="answer without the ranks whose store files are damaged (listed in the header and --json "
+            "left_out); without it a damaged store is an error",
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         if not is_store(args.store):
@@ -44,7 +50,7 @@ class RanksCommand:
         from ..store.ranks import analyze_store
         from ..store.read import open_store
 
-        report = analyze_store(open_store(args.store), top=args.top)
+        report = analyze_store(open_store(args.store, allow_partial=args.allow_partial), top=args.top)
         if args.json:
             dump(report.to_json())
         else:

@@ -9,6 +9,7 @@ from ..inputs import is_store, open_profile
 from ..model import Profile
 from ..render.json_view import dump
 from ..render.report import write_report
+from .sources import add_source_root_argument, source_roots
 
 
 class ReportCommand:
@@ -22,12 +23,18 @@ class ReportCommand:
             help="a .ksprof profile, a trace kernelscope imports, or a job store (adds the Ranks view)",
         )
         parser.add_argument("-o", "--output", required=True, metavar="REPORT.html", help="the HTML file to write")
+        add_source_root_argument(parser)
+        parser.add_argument(
+            "--allow-partial",
+            action="store_true",
+            help="for a store: leave out the ranks whose files are damaged (the Ranks view lists them)",
+        )
         parser.add_argument("--json", action="store_true", help="print the documented JSON (schema 1), not a line")
 
     def run(self, args: argparse.Namespace) -> int:
-        profile = _open(args.input)
+        profile = _open(args.input, args.allow_partial)
         try:
-            write_report(profile, args.output)
+            write_report(profile, args.output, source_roots(args))
         except OSError as exc:  # missing folder, no permission, disk full: the output, not a bug
             raise UsageError(f"{args.output}: cannot write ({exc.strerror or exc})") from None
         if args.json:
@@ -37,13 +44,13 @@ class ReportCommand:
         return 0
 
 
-def _open(path: str) -> Profile:
+def _open(path: str, allow_partial: bool = False) -> Profile:
     """The profile to report; for a store, its merged profile with the store's own cross-rank analysis."""
     if not is_store(path):
         return open_profile(path)
     from ..store.read import open_store
 
-    store = open_store(path)
+    store = open_store(path, allow_partial=allow_partial)
     profile = store.merged()
     try:
         from ..analysis.advisor.ranks import use_job_report

@@ -13,7 +13,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..analysis.summary import coverage_note
+from ..collect.checkpoint import Checkpoint
 from ..collect.policy import GRACE_SECONDS_DEFAULT
+from ..collect.runner import Outcome
+from ..collect.signals import Terminated, end_as, held, terminating
 from ..errors import BadInputError
 from ..render.json_view import dump
 from .history import add_run_arguments, record_run
@@ -128,13 +131,16 @@ class RunCommand:
                 with _saving():
                     saved, problem = _save(profile, output)
             else:
-                profile, outcome, saved, problem = _run_torch(args, output)
+                try:
+                    profile, outcome, saved, problem = _run_torch(args, output)
+                except (KeyboardInterrupt, Terminated) as exc:
+                    return _ended_before_start(exc)
         for warning in profile.metadata.get("warnings", []):
             print(f"kernelscope: warning: {warning}", file=sys.stderr)
         coverage = coverage_note(profile.metadata)
         if coverage is not None:
             print(f"kernelscope: {coverage}", file=sys.stderr)
-        if not args.no_view and problem is None and not args.json:
+        if not args.no_view and problem is None and not args.json and not outcome.signal:
             from .view import show  # (imported when needed: the program's start-up does not wait for it)
 
             sys.stdout.flush()
@@ -145,7 +151,7 @@ class RunCommand:
             from ..render.report import write_report
 
             try:
-                write_report(profile, args.html)
+                write_report(profile, args.html, _live_roots(args))
             except OSError as exc:
                 problem = (
                     f"profile saved to {saved}, but the report {args.html} could not be written ({exc.strerror or exc})"
@@ -157,6 +163,8 @@ class RunCommand:
             return int(outcome.exit_code) or 2
         print(f"kernelscope: profile saved to {saved}{note}", file=sys.stderr)
         record_run(profile, saved, args)
+        if outcome.signal:
+            end_as(outcome.signal)  # the exit status the signal gives (143 for SIGTERM)
         return int(outcome.exit_code)
 
 
@@ -199,11 +207,20 @@ def _run_torch(args: argparse.Namespace, output: str) -> tuple[Any, Any, str, st
         record_from="start" if args.from_start else "first-call",
     )
     session.argv = [args.target, *args.args]
-    outcome = run_program(args.target, list(args.args), args.module)
-    with _saving():
+    # issue 25: a killed run leaves what was folded (checkpoint), SIGTERM/SIGHUP save then end (signals)
+    session.checkpoint = Checkpoint(output)
+    try:
+        with terminating():
+            outcome = run_program(args.target, list(args.args), args.module)
+    except Terminated as exc:  # between the program's end and here
+        outcome = Outcome(128 + exc.signum, str(exc), signal=exc.signum)
+    with _saving() as pending:
         profile = api.finalize()
         profile.metadata["exit_code"] = outcome.exit_code
+        profile.metadata["checkpoints"] = session.checkpoint.summary()
         saved, problem = _save(profile, output)
+    if pending and not outcome.signal:  # it came while saving: acted on now that the profile is safe
+        outcome = Outcome(128 + pending[0], f"terminated by {signal.Signals(pending[0]).name}", signal=pending[0])
     return profile, outcome, saved, problem
 
 
@@ -216,18 +233,30 @@ def _run_jax(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 @contextlib.contextmanager
-def _saving() -> Iterator[None]:
-    """Ctrl-C is held while folding and saving; a progress line when that takes over a second."""
+def _saving() -> Iterator[list[int]]:
+    """Ctrl-C is held while folding and saving, SIGTERM/SIGHUP put off (the list: those that came);
+    a progress line when that takes over a second."""
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     progress = threading.Timer(1.0, _say_saving)
     progress.name = "kernelscope-progress"
     progress.daemon = True
     progress.start()
     try:
-        yield
+        with held() as pending:
+            yield pending
     finally:
         progress.cancel()
         signal.signal(signal.SIGINT, previous)
+
+
+def _ended_before_start(exc: BaseException) -> int:
+    """Ctrl-C or SIGTERM/SIGHUP before the program ran: nothing was recorded, and the user is told so."""
+    if isinstance(exc, Terminated):
+        print(f"kernelscope: {exc} before the program started; no profile was saved", file=sys.stderr)
+        end_as(exc.signum)
+        return 128 + exc.signum
+    print("kernelscope: interrupted before the program started; no profile was saved", file=sys.stderr)
+    return 130
 
 
 def _say_saving() -> None:
@@ -254,6 +283,13 @@ def _view_args(args: argparse.Namespace) -> Any:
     ns = argparse.Namespace(**vars(args))
     ns.depth = ns.depth or 12
     return ns
+
+
+def _live_roots(args: argparse.Namespace) -> Any:
+    """A live run's source roots: its working folder and its script's folder (docs/trust.md)."""
+    from ..trust.sources import SourceRoots
+
+    return SourceRoots.of([os.getcwd()] + ([] if args.module else [os.path.dirname(os.path.abspath(args.target))]))
 
 
 def _default_output(target: str, is_module: bool) -> str:

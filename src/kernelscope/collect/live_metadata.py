@@ -14,26 +14,34 @@ if TYPE_CHECKING:
     from .torch_live import Session
 
 
-def session_metadata(s: Session) -> dict[str, Any]:
+def run_metadata() -> dict[str, Any]:
+    """What does not change during a run (host, versions, devices, git commit): computed once per run
+    by a checkpoint (collect/checkpoint.py), not at every write."""
     import torch
 
     from .. import __version__
 
-    r = s.recorder
-    devices = torch_devices()
     return {
         "tool": "kernelscope",
         "tool_version": __version__,
         "source": {"format": "torch-live"},
-        "command": s.argv,
-        "start_time": s.start_time,
         "host": socket.gethostname(),
         "python": platform.python_version(),
         "frameworks": {"torch": torch.__version__},
-        "devices": devices,
+        "devices": torch_devices(),
         "rank": int(os.environ.get("RANK", "0")),
         "world_size": int(os.environ.get("WORLD_SIZE", "1")),
         "git_commit": _git_commit(),
+    }
+
+
+def session_metadata(s: Session, run: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The profile's metadata; ``run``: ``run_metadata()`` computed earlier in this run (else now)."""
+    r = s.recorder
+    return {
+        **(run if run is not None else run_metadata()),
+        "command": s.argv,
+        "start_time": s.start_time,
         "steps": s.log.steps,
         "windows": r.windows,
         "events": r.events,

@@ -16,6 +16,7 @@ import traceback
 from dataclasses import dataclass
 
 from ..errors import BadInputError
+from .signals import Terminated
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class Outcome:
     exit_code: int
     error: str | None = None  # one line: what happened, when the program did not end normally
     interrupted: bool = False
+    signal: int = 0  # SIGTERM/SIGHUP that ended it (collect/signals.py): the caller saves, then ends as it
 
 
 def check_target(target: str, is_module: bool) -> None:
@@ -68,6 +70,8 @@ def run_program(target: str, args: list[str], is_module: bool) -> Outcome:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGINT, signal.SIG_IGN)
         return Outcome(130, "interrupted (Ctrl-C)", interrupted=True)
+    except Terminated as exc:  # SIGTERM/SIGHUP: save first, then end as the signal would (collect/signals.py)
+        return Outcome(128 + exc.signum, str(exc), signal=exc.signum)
     except BaseException as exc:  # the program's own failure: show it as python would
         _print_user_traceback(exc)
         return Outcome(1, f"the program raised {type(exc).__name__}: {_first_line(exc)}")

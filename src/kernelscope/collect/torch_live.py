@@ -24,6 +24,7 @@ from ..model import Profile
 from ..model.profile import prune_empty
 from ._process import _sigint_deferred
 from .accounts import Accounts, StepLog
+from .checkpoint import Checkpoint
 from .foreign import ForeignProfiler
 from .heavy_imports import HEAVY, ImportWatch
 from .lazy_compile import CompileEntry, LazyCompile
@@ -85,6 +86,7 @@ class Session:
         self._armed = o.record_from == "first-call"  # waiting for the program's own first op or module call
         self._plan_steps = 0  # steps that ended with a window open (what --steps counts)
         self._window_calls = 0
+        self.checkpoint: Checkpoint | None = None  # set by `kernelscope run`: a killed run keeps its profile
         self._paused = False  # deactivate() from the API
         self._compiling = False  # torch.compile is compiling: not recorded (its events are huge)
         self._finalized = False
@@ -115,6 +117,19 @@ class Session:
     @property
     def recorded_steps(self) -> int:
         return self.log.whole_count
+
+    @property
+    def windows(self) -> int:
+        return self.recorder.windows
+
+    @property
+    def fold_time(self) -> float:
+        return self.recorder.fold_time
+
+    @property
+    def builder(self) -> Any:
+        """The tree so far (complete between windows)."""
+        return self.recorder.builder
 
     @property
     def shapes(self) -> str:
@@ -464,6 +479,8 @@ class Session:
         )
         if not turnover:
             self.log.closed(pause=pause, at_step=self._at_step)
+        if self.checkpoint is not None and not self._finalized:  # a killed run keeps what was folded
+            self.checkpoint.folded(self)
         return True
 
     def scope_enter(self, name: str, metrics: dict[str, float] | None) -> bool:

@@ -33,6 +33,7 @@ from ..attribute.records import Kind
 from ..attribute.tables import EventTables, _ns
 from ..errors import BadInputError
 from ..model import Frame, Profile
+from ..trust.limits import read_file_capped
 from .kineto.pyframes import DEFAULT_RULE
 from .registry import Importer, register
 
@@ -66,8 +67,7 @@ def sniff_onnxruntime(path: str, head: bytes) -> bool:
 
 def load_onnxruntime(path: str) -> Profile:
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_file_capped(path)
     except OSError as exc:
         raise BadInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:

@@ -36,6 +36,7 @@ from ..model import Frame, FrameKind, Profile, ProfileBuilder
 from ..model.devices import from_proton
 from ..model.devices import to_json as devices_json
 from ..model.frames import ALLOWED_CHILDREN
+from ..trust.limits import read_file_capped
 from .registry import Importer, register
 
 __all__ = ["load_proton", "metric_of", "sniff_proton"]
@@ -84,8 +85,7 @@ def metric_of(raw: str) -> tuple[str, float, bool] | None:
 
 def load_proton(path: str) -> Profile:
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_file_capped(path)
     except OSError as exc:
         raise BadInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:

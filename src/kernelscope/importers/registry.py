@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ..errors import BadInputError, UnknownFormatError
 from ..model import Profile
+from ..trust.limits import refuse_special
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ def find_importer(path: str) -> Importer:
         raise BadInputError(f"{path}: no such file")
     if os.path.isdir(path):
         raise BadInputError(f"{path}: is a directory; give a trace or profile file")
+    refuse_special(path)
     head = read_head(path)
     if not head.strip():
         raise BadInputError(f"{path}: empty file")

@@ -23,6 +23,7 @@ from ..attribute.records import Kind, host_kind, is_comm_kernel
 from ..attribute.tables import EventTables
 from ..errors import BadInputError
 from ..model import Profile
+from ..trust.limits import read_file_capped
 from .registry import Importer, register
 
 __all__ = ["load_rocprof_json", "sniff_rocprof_json"]
@@ -36,8 +37,7 @@ def sniff_rocprof_json(path: str, head: bytes) -> bool:
 
 def load_rocprof_json(path: str) -> Profile:
     try:
-        with open(path, "rb") as fh:
-            doc = msgspec.json.decode(fh.read())
+        doc = msgspec.json.decode(read_file_capped(path))
     except OSError as exc:
         raise BadInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except msgspec.DecodeError as exc:

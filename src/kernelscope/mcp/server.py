@@ -20,8 +20,10 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from .. import __version__
 from ..errors import KernelscopeError
+from ..trust.sources import SourceRoots
 from .failure import ToolFailure
 from .registry import ToolSpec, tools
+from .roots import set_source_roots
 
 INSTRUCTIONS = """\
 kernelscope answers where an ML program's time goes: source line -> nn.Module -> framework op -> kernel.
@@ -75,5 +77,8 @@ def build_server() -> MCPServer:
     return server
 
 
-def serve() -> None:
+def serve(roots: SourceRoots | None = None) -> None:
+    """Serve on stdio; the ``source`` tool reads files under ``roots`` only (default: the working folder)."""
+    if roots is not None:
+        set_source_roots(roots)
     build_server().run("stdio")

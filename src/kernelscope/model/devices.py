@@ -73,11 +73,28 @@ class Device:
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> Device:
-        typed = {k: data[k] for k in _TYPED if k in data}
+        """A device entry; typed fields of the wrong type (a damaged or hostile profile) keep their defaults."""
+        typed = {k: v for k in _TYPED if k in data and (v := _of_type(k, data[k])) is not None}
         extra = tuple(sorted((str(k), v) for k, v in data.items() if k not in _TYPED))
         typed.setdefault("id", str(data.get("device") or "?"))
         typed.setdefault("type", typed["id"].split(":", 1)[0])
         return Device(**typed, extra=extra)
+
+
+_INT_FIELDS = frozenset({"index", "sms", "memory_bytes", "clock_khz", "memory_clock_khz", "bus_bits", "cores", "rank"})
+
+
+def _of_type(name: str, value: Any) -> Any:
+    """``value`` as the field's type (str or int), or None when it is not one."""
+    if name in _INT_FIELDS:
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+            return int(value)
+        return None
+    return value if isinstance(value, str) else None
 
 
 def devices_of(metadata: Mapping[str, Any]) -> list[Device]:

@@ -20,9 +20,16 @@ from typing import Any
 import numpy as np
 
 from ..errors import BadInputError
-from .frames import Frame
+from ..trust.limits import (
+    MAX_ARRAY_MEMBER_BYTES,
+    MAX_JSON_MEMBER_BYTES,
+    MAX_METADATA_BYTES,
+    read_capped,
+    refuse_special,
+)
+from .frames import _DEFAULTS, Frame, FrameKind
 from .profile import Profile
-from .timeline import Timeline, Track
+from .timeline import Category, Timeline, Track
 
 FORMAT = "kernelscope-profile"
 SCHEMA = 1
@@ -76,6 +83,8 @@ def save(profile: Profile, path: str | os.PathLike[str]) -> None:
 
 
 def is_ksprof(path: str | os.PathLike[str]) -> bool:
+    if not os.path.isfile(path):  # a FIFO or device is never opened to look
+        return False
     try:
         with open(path, "rb") as fh:
             return fh.read(4) == MAGIC and zipfile.is_zipfile(path)
@@ -85,6 +94,7 @@ def is_ksprof(path: str | os.PathLike[str]) -> bool:
 
 def load(path: str | os.PathLike[str]) -> Profile:
     name = os.fspath(path)
+    refuse_special(name)
     try:
         with zipfile.ZipFile(name) as zf:
             return _read(zf, name)
@@ -104,6 +114,7 @@ def load(path: str | os.PathLike[str]) -> Profile:
         RecursionError,
         MemoryError,
         OverflowError,
+        RuntimeError,  # zipfile: "File ... is encrypted, password required" (a flipped flag bit)
     ) as exc:
         # flipped bytes inside deflated data, or JSON of the wrong shape
         raise BadInputError(f"{name}: corrupt kernelscope profile ({exc.__class__.__name__}: {exc})") from None
@@ -121,7 +132,11 @@ def from_bytes(data: bytes, name: str = "<bytes>") -> Profile:
 
 
 def _read(zf: zipfile.ZipFile, name: str) -> Profile:
-    header = json.loads(zf.read("header.json"))
+    def member(member: str, cap: int) -> bytes:
+        with zf.open(member) as fh:
+            return read_capped(fh, cap, f"{name}: member {member}")
+
+    header = json.loads(member("header.json", MAX_METADATA_BYTES))
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise BadInputError(f"{name}: not a kernelscope profile")
     schema = header.get("schema")
@@ -130,16 +145,26 @@ def _read(zf: zipfile.ZipFile, name: str) -> Profile:
             f"{name}: profile schema {schema} is newer than this kernelscope understands ({SCHEMA}); upgrade kernelscope"
         )
 
-    def arr(member: str) -> np.ndarray[Any, Any]:
-        out: np.ndarray[Any, Any] = np.load(io.BytesIO(zf.read(member)), allow_pickle=False)
+    def arr(name_: str) -> np.ndarray[Any, Any]:
+        out: np.ndarray[Any, Any] = np.load(io.BytesIO(member(name_, MAX_ARRAY_MEMBER_BYTES)), allow_pickle=False)
+        if out.ndim != 1 or out.dtype.kind not in "biuf":
+            raise BadInputError(f"{name}: corrupt kernelscope profile ({name_} is not a column of numbers)")
         return out
 
-    frames = tuple(Frame.from_json(f) for f in json.loads(zf.read("frames.json")))
-    metadata = json.loads(zf.read("metadata.json"))
-    metrics = {m: arr(f"metrics/{i}.npy").astype(np.float64, copy=False) for i, m in enumerate(header["metrics"])}
+    frames = tuple(_frame(f, name) for f in _list(json.loads(member("frames.json", MAX_JSON_MEMBER_BYTES)), name))
+    metadata = json.loads(member("metadata.json", MAX_METADATA_BYTES))
+    if not isinstance(metadata, dict):
+        raise BadInputError(f"{name}: corrupt kernelscope profile (metadata.json is a {type(metadata).__name__})")
+    names = header.get("metrics")
+    if not isinstance(names, list) or not all(isinstance(m, str) for m in names):
+        raise BadInputError(f"{name}: corrupt kernelscope profile (header.json's metrics is not a list of names)")
+    metrics = {m: arr(f"metrics/{i}.npy").astype(np.float64, copy=False) for i, m in enumerate(names)}
     timeline = None
     if "timeline/tracks.json" in zf.namelist():
-        tracks = tuple(Track.from_json(t) for t in json.loads(zf.read("timeline/tracks.json")))
+        raw_tracks = _list(json.loads(member("timeline/tracks.json", MAX_METADATA_BYTES)), name)
+        if not all(isinstance(t, dict) for t in raw_tracks):
+            raise BadInputError(f"{name}: corrupt kernelscope profile (a timeline track is not an object)")
+        tracks = tuple(Track.from_json(t) for t in raw_tracks)
         cols = {
             c: arr(f"timeline/{c}.npy")
             for c in ("node", "track", "start_ns", "dur_ns", "category", "flags", "correlation")
@@ -162,4 +187,45 @@ def _read(zf: zipfile.ZipFile, name: str) -> Profile:
         raise BadInputError(f"{name}: corrupt kernelscope profile (a node's parent does not precede it)")
     if n > 1 and int(profile.parent[1:].min()) < 0:
         raise BadInputError(f"{name}: corrupt kernelscope profile (a node without a parent)")
+    if timeline is not None:
+        _check_timeline(timeline, n, name)
     return profile
+
+
+def _list(value: Any, name: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise BadInputError(f"{name}: corrupt kernelscope profile (a {type(value).__name__} where a list belongs)")
+    return value
+
+
+def _frame(data: Any, name: str) -> Frame:
+    """A frame from its JSON, its fields' types checked (a name that is a number would break every reader)."""
+    if not isinstance(data, dict) or not isinstance(data.get("kind"), str):
+        raise BadInputError(f"{name}: corrupt kernelscope profile (a frame without a kind)")
+    for key, default in _DEFAULTS.items():
+        value = data.get(key, default)
+        if type(value) is not type(default):
+            raise BadInputError(f"{name}: corrupt kernelscope profile (a frame's {key} is {type(value).__name__})")
+    try:
+        FrameKind(data["kind"])
+    except ValueError:
+        raise BadInputError(f"{name}: corrupt kernelscope profile (unknown frame kind {data['kind']!r:.40})") from None
+    return Frame.from_json(data)
+
+
+def _check_timeline(tl: Timeline, n: int, name: str) -> None:
+    """Every row names a node and a track that exist, a known category and no negative duration."""
+    rows = tl.node.shape[0]
+    if not rows:
+        return
+    bad = None
+    if int(tl.node.min()) < 0 or int(tl.node.max()) >= n:
+        bad = "a timeline row names a node that does not exist"
+    elif int(tl.track.min()) < 0 or int(tl.track.max()) >= len(tl.tracks):
+        bad = "a timeline row names a track that does not exist"
+    elif int(tl.category.min()) < min(Category) or int(tl.category.max()) > max(Category):
+        bad = "a timeline row has an unknown category"
+    elif int(tl.dur_ns.min()) < 0:
+        bad = "a timeline row has a negative duration"
+    if bad is not None:
+        raise BadInputError(f"{name}: corrupt kernelscope profile ({bad})")

@@ -59,6 +59,9 @@ def with_coverage(doc: dict[str, Any], profile: Profile) -> dict[str, Any]:
     coverage = profile.metadata.get("coverage")
     if isinstance(coverage, dict):
         doc["metadata"] = {"coverage": coverage}
+    ended = profile.metadata.get("ended_abruptly")  # a checkpoint of a killed run (collect/checkpoint.py)
+    if isinstance(ended, dict):
+        doc.setdefault("metadata", {})["ended_abruptly"] = ended
     return doc
 
 

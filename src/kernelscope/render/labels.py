@@ -11,6 +11,7 @@ import re
 import textwrap
 
 from ..model import Frame, FrameKind
+from ..trust.text import visible
 
 ELLIPSIS = "…"
 MIN_WIDTH = 12
@@ -179,8 +180,21 @@ def _outer_arguments(templ: str) -> list[str]:
     return [a.strip().split("::")[0].replace("…", "") for a in args if a.strip()]
 
 
+def _inert(text: str, width: int, full_names: bool) -> str:
+    """``text`` with control characters made visible (``trust.text``), cut again if that made it too wide."""
+    shown = visible(text)
+    if shown is text or full_names or len(shown) <= width:
+        return shown
+    return cut_middle(shown, width)
+
+
 def frame_label(frame: Frame, width: int, full_names: bool = False) -> str:
-    """The label of ``frame`` in at most ``width`` characters (``full_names``: never shortened)."""
+    """The label of ``frame`` in at most ``width`` characters (``full_names``: never shortened); control
+    characters in names are shown as escapes, never sent."""
+    return _inert(_frame_label(frame, width, full_names), width, full_names)
+
+
+def _frame_label(frame: Frame, width: int, full_names: bool) -> str:
     k = frame.kind
     if k is FrameKind.PYTHON:
         text = located(frame.file, frame.line, f" {frame.name}", width) if not full_names else frame.label()
@@ -201,7 +215,11 @@ def frame_label(frame: Frame, width: int, full_names: bool = False) -> str:
 
 
 def key_label(by: str, key: str, width: int, full_names: bool = False) -> str:
-    """A flat view's key in at most ``width`` characters."""
+    """A flat view's key in at most ``width`` characters, control characters shown as escapes."""
+    return _inert(_key_label(by, key, width, full_names), width, full_names)
+
+
+def _key_label(by: str, key: str, width: int, full_names: bool) -> str:
     if full_names:
         return key
     if by == "line":

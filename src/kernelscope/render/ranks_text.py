@@ -21,6 +21,10 @@ def render_ranks(console: Console, report: RanksReport, top: int = 10) -> None:
     width = max(30, console.width - 50)
     seq = "NCCL seq_num" if report.matched_by_seq else "order within each process group/stream"
     console.print(f"{len(report.ranks)} ranks; {report.collectives:,} collectives matched across ranks by {seq}")
+    if report.left_out:
+        names = ", ".join(str(r) for r in report.left_out)
+        console.print(f"partial: rank{'s' if len(report.left_out) > 1 else ''} {names} left out (damaged files)",
+                      style="yellow")  # fmt: skip
     for reason in report.skipped:
         console.print(f"skipped: {reason}", style="yellow", overflow="ellipsis")
     s = report.straggler

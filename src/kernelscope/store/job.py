@@ -12,6 +12,7 @@ never touched.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -25,6 +26,7 @@ from typing import Any
 from ..errors import BadInputError, UsageError
 from ..importers.multirank import merge_ranks, rank_in
 from ..model import Profile, load, save
+from .integrity import claim_staging, clean_staging, expected_files, fingerprint
 from .layout import MERGED, Manifest, Skipped, is_store, rank_file, read_manifest, write_manifest
 from .schema import TABLES
 from .work import RankOutcome, import_rank
@@ -160,8 +162,11 @@ def import_job(
     parent = os.path.dirname(os.path.abspath(root))
     os.makedirs(parent, exist_ok=True)
     n = max(1, min(workers or default_workers(), len(paths)))
-    staging = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(root))}.staging-", dir=parent)
+    name = os.path.basename(os.path.abspath(root))
+    clean_staging(parent, name)  # what killed imports left behind (their owners are gone)
+    staging = tempfile.mkdtemp(prefix=f".{name}.staging-", dir=parent)
     try:
+        claim_staging(staging)
         with dask_client(scheduler, n, memory_limit) as client:
             outcomes = run_tasks(client, paths, staging, task)
             peaks = worker_peaks(client)
@@ -200,7 +205,8 @@ def _install(root: str, kept: Sequence[tuple[RankOutcome, int]], merged: Profile
             os.makedirs(os.path.dirname(dest), exist_ok=True)
             shutil.move(os.path.join(o.staged, f"{table}.parquet"), dest)
     save(merged, os.path.join(root, MERGED))
-    write_manifest(root, manifest)
+    files = {rel: fingerprint(os.path.join(root, rel)) for rel, _table, _rank in expected_files(root, manifest)}
+    write_manifest(root, dataclasses.replace(manifest, files=files))
 
 
 __all__ = ["JobResult", "check_target", "choose_ranks", "dask_client", "default_workers", "import_job", "run_tasks"]

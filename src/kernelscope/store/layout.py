@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import BadInputError
 from ..inputs import STORE_MANIFEST, is_store
+from ..trust.limits import MAX_METADATA_BYTES
 from .schema import SCHEMA_VERSION, TABLES
 
 MANIFEST = STORE_MANIFEST
@@ -53,6 +54,8 @@ class Manifest:
     skipped: tuple[Skipped, ...] = ()
     schema_version: int = SCHEMA_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
+    # every installed file (relative path) -> {"size", "rows"?}: what integrity.check_store holds it against
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def same_job(self, other: Manifest) -> bool:
         names = {os.path.basename(s) for s in self.sources}
@@ -71,18 +74,36 @@ class Manifest:
             "job": {"signature": self.signature, "sources": list(self.sources)},
             "ranks": list(self.ranks),
             "skipped": [s.to_json() for s in self.skipped],
+            "files": self.files,
             **self.extra,
         }
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> Manifest:
+        """The manifest, its shape checked (``TypeError``/``ValueError`` name what is wrong)."""
         job = data["job"]
+        ranks = data["ranks"]
+        if not isinstance(ranks, list) or not all(
+            isinstance(r, dict) and type(r.get("rank")) is int and r["rank"] >= 0 for r in ranks
+        ):
+            raise TypeError("ranks is not a list of {rank: number, ...}")
+        if len({r["rank"] for r in ranks}) != len(ranks):
+            raise ValueError("a rank is listed twice")
+        if not isinstance(job, dict) or not isinstance(job.get("sources"), list):
+            raise TypeError("job.sources is not a list")
+        files = data.get("files", {})
+        if not isinstance(files, dict) or not all(isinstance(v, dict) for v in files.values()):
+            raise TypeError("files is not an object of {size, rows}")
+        skipped = data.get("skipped", [])
+        if not isinstance(skipped, list) or not all(isinstance(s, dict) for s in skipped):
+            raise TypeError("skipped is not a list")
         return Manifest(
             signature=dict(job["signature"]),
             sources=tuple(str(s) for s in job["sources"]),
-            ranks=tuple(data["ranks"]),
-            skipped=tuple(Skipped(str(s["path"]), str(s["reason"])) for s in data.get("skipped", [])),
+            ranks=tuple(ranks),
+            skipped=tuple(Skipped(str(s["path"]), str(s["reason"])) for s in skipped),
             schema_version=int(data["schema_version"]),
+            files={str(k): dict(v) for k, v in files.items()},
         )
 
 
@@ -90,11 +111,11 @@ def read_manifest(root: str) -> Manifest:
     path = os.path.join(root, MANIFEST)
     try:
         with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-        if data.get("format") != FORMAT:
+            data = json.loads(fh.read(MAX_METADATA_BYTES + 1))
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError("format")
         manifest = Manifest.from_json(data)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise BadInputError(f"{root}: damaged kernelscope store manifest ({MANIFEST}: {exc})") from None
     if manifest.schema_version != SCHEMA_VERSION:
         raise BadInputError(

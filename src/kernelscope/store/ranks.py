@@ -11,9 +11,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from ..errors import BadInputError
 from ..model import Profile
 from .read import Store
 from .split import split_ranks
@@ -86,6 +87,7 @@ class RanksReport:
     heatmap: dict[str, Any] = field(
         default_factory=dict
     )  # {"line"|"module": {"keys": [...], "rows": [[ns per key] per rank]}}
+    left_out: tuple[int, ...] = ()  # ranks whose store files are damaged (--allow-partial), in ``skipped`` too
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -157,11 +159,21 @@ SELECT key FROM dense WHERE "by" = ? GROUP BY key ORDER BY sum(t) DESC, key LIMI
 
 
 def analyze_store(store: Store, top: int = TOP) -> RanksReport:
+    """The cross-rank analysis of a checked store (``read.open_store``); a file DuckDB still cannot read
+    (damaged inside, past what the checks see) is one line naming the store."""
+    import duckdb
+
+    skipped = [s.reason for s in store.manifest.skipped]
+    skipped += [f"rank {d.rank} left out: {d.line()}" for d in store.left_out]
     con = store.connect()
     try:
-        return analyze(con, tuple(store.ranks), tuple(s.reason for s in store.manifest.skipped), top)
+        report = analyze(con, tuple(store.ranks), tuple(skipped), top)
+    except duckdb.Error as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise BadInputError(f"{store.root}: damaged kernelscope store ({first}); re-import the traces") from None
     finally:
         con.close()
+    return replace(report, left_out=tuple(store.left_out_ranks))
 
 
 def analyze_profile(merged: Profile, top: int = TOP) -> RanksReport | None:

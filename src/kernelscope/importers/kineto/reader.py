@@ -23,10 +23,11 @@ from typing import IO, Any
 import msgspec
 
 from ...errors import BadInputError
+from ...trust.limits import MAX_EVENT_BYTES, MAX_STREAM_BYTES, refuse_special, size_text
 from .events import FastEvent, RawEvent, event_from_dict
 
 CHUNK = 4 << 20  # bytes of decompressed JSON per read
-MAX_PENDING = 256 << 20  # a single event larger than this means the file is not what it claims
+MAX_PENDING = MAX_EVENT_BYTES  # a single event (or string) larger than this: damaged or hostile
 MAX_HEADER = 64 << 20  # bytes before "traceEvents" we are willing to hold
 _TRIES = 8  # candidate cuts tried per batch before reading more
 
@@ -41,6 +42,7 @@ class _Stream:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        refuse_special(path)
         try:
             raw = open(path, "rb")  # noqa: SIM115 (closed in close())
         except OSError as exc:
@@ -68,6 +70,11 @@ class _Stream:
         if not data:
             self.eof = True
         self.consumed += len(data)
+        if self.consumed > MAX_STREAM_BYTES:
+            raise BadInputError(
+                f"{self.path}: decompresses to more than kernelscope reads ({size_text(MAX_STREAM_BYTES)}); "
+                "the file is damaged or hostile"
+            )
         return data
 
     def close(self) -> None:
@@ -115,8 +122,9 @@ class TraceReader:
                 return
             if len(buf) > MAX_PENDING:
                 raise BadInputError(
-                    f"{self.path}: malformed JSON in traceEvents (no event boundary in {len(buf) >> 20} MiB "
-                    f"after byte {stream.consumed - len(buf)}); the file is corrupt"
+                    f"{self.path}: no event boundary in {len(buf) >> 20} MiB after byte {stream.consumed - len(buf)} "
+                    f"(an event or string over {size_text(MAX_PENDING)}, more than kernelscope reads); "
+                    "the file is damaged or hostile"
                 )
             buf += stream.read(max(CHUNK, len(buf)))
 

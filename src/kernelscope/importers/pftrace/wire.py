@@ -9,13 +9,13 @@ values) are kept per packet sequence and cleared where the sequence says so.
 
 from __future__ import annotations
 
-import gzip
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import BadInputError
+from ...trust.limits import gunzip_capped, read_file_capped
 
 _CLEARED = 1  # TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
 _BEGIN, _END, _INSTANT = 1, 2, 3
@@ -71,13 +71,12 @@ def _schema() -> Any:
 
 def read_bytes(path: str) -> bytes:
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_file_capped(path)
     except OSError as exc:
         raise BadInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if data[:2] == b"\x1f\x8b":
         try:
-            data = gzip.decompress(data)
+            data = gunzip_capped(data, path)
         except EOFError:
             raise BadInputError(f"{path}: truncated gzip file; re-copy or re-export the trace") from None
         except (OSError, zlib.error) as exc:

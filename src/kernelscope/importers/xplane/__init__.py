@@ -12,6 +12,7 @@ from typing import Any
 from ...errors import BadInputError
 from ...model import Profile
 from ...model.devices import from_record
+from ...trust.limits import gunzip_capped, read_file_capped
 from ..registry import Importer, register
 
 __all__ = ["load_xplane", "sniff_xplane"]
@@ -42,16 +43,14 @@ def load_xplane(path: str) -> Profile:
     from .reader import read_space
 
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_file_capped(path)
     except OSError as exc:
         raise BadInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if data[:2] == b"\x1f\x8b":  # .xplane.pb.gz
-        import gzip
         import zlib
 
         try:
-            data = gzip.decompress(data)
+            data = gunzip_capped(data, path)
         except (OSError, EOFError, zlib.error) as exc:
             raise BadInputError(f"{path}: corrupt gzip data ({exc}); re-copy or re-export the profile") from None
     space = XSpace()

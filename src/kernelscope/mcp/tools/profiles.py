@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import os
-import sys
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -15,6 +13,7 @@ from ..bounds import DEFAULT_LIMIT, DEFAULT_MAX_BYTES, MAX_LIMIT, bounded, clip,
 from ..failure import ToolFailure
 from ..opened import Opened, opened
 from ..registry import tool
+from ..roots import source_roots
 from ._common import grouped, line_places, metric_of, nodes_by_key, tree_of, tree_profile
 from .options import By, Limit, MaxBytes, Metric, Path, Regex
 
@@ -200,9 +199,9 @@ def source(
     metric: Metric = None,
     max_bytes: MaxBytes = DEFAULT_MAX_BYTES,
 ) -> dict[str, Any]:
-    """The source lines around a line key or tree node, read from the file when it can be found (as given,
-    under the working directory, beside the profile, or on sys.path), each with that line's self value of
-    the metric. Without the file, the key's metrics alone and why the text is missing."""
+    """The source lines around a line key or tree node, read from the file when it is a text file under the
+    server's source roots (its working folder, or the folders given with --source-root), each with that
+    line's self value of the metric. Without the file, the key's metrics alone and why the text is missing."""
     entry = opened(path)
     metric = metric_of(entry.profile, metric)
     context = int_option("context", context, 0, 50)
@@ -212,7 +211,9 @@ def source(
     total = g.total.get(metric, 0.0)
     values = by_key.get(key, {})
     value = values.get(metric, 0.0)
-    found = _find_file(file, entry.path)
+    roots = source_roots()
+    found = roots.resolve(file)
+    source = roots.read(file) if found is not None else None
     doc: dict[str, Any] = {
         "path": path,
         "key": key,
@@ -226,12 +227,16 @@ def source(
         "resolved": found,
     }
     rows: list[dict[str, Any]] = []
-    if found is None:
+    if found is None or source is None:
+        doc["resolved"] = None
         doc["source_available"] = False
-        doc["reason"] = f"{file} was not found as given, under {os.getcwd()}, beside the profile or on sys.path"
+        doc["reason"] = (
+            f"{file} is not a readable text file under the source roots ({', '.join(roots.roots) or 'none'}); "
+            "start the server with --source-root DIR to show files elsewhere"
+        )
     else:
         doc["source_available"] = True
-        lines = _read_lines(found, line - context, line + context)
+        lines = _read_lines(source, line - context, line + context)
         if not any(number == line for number, _ in lines):
             doc["reason"] = f"{found} has fewer than {line} lines (changed since it was profiled?)"
         for number, text in lines:
@@ -276,26 +281,5 @@ def _close_keys(key: str, places: dict[str, tuple[str, int, str]]) -> list[str]:
     return difflib.get_close_matches(key, list(places), n=3, cutoff=0.6)
 
 
-def _find_file(file: str, profile_path: str) -> str | None:
-    if os.path.isabs(file):
-        return file if os.path.isfile(file) else None
-    roots = [os.getcwd(), os.path.dirname(os.path.abspath(profile_path)), *(p for p in sys.path if p)]
-    for root in roots:
-        candidate = os.path.join(root, file)
-        if os.path.isfile(candidate):
-            return candidate
-    return None
-
-
-def _read_lines(path: str, first: int, last: int) -> list[tuple[int, str]]:
-    out = []
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for number, text in enumerate(fh, start=1):
-                if number > last:
-                    break
-                if number >= max(1, first):
-                    out.append((number, text))
-    except OSError:
-        return []
-    return out
+def _read_lines(lines: list[str], first: int, last: int) -> list[tuple[int, str]]:
+    return [(n, lines[n - 1]) for n in range(max(1, first), min(last, len(lines)) + 1)]

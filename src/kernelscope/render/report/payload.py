@@ -9,7 +9,6 @@ as ``kernelscope view --by`` does. Findings come from the advisor when it runs.
 from __future__ import annotations
 
 import math
-import os
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -22,8 +21,10 @@ from ... import __version__
 from ...analysis.per_step import scale_of, statement
 from ...analysis.summary import coverage_note
 from ...analysis.views import GROUPINGS, node_keys, own_nodes
+from ...collect.checkpoint import abrupt_note
 from ...model import FrameKind, Profile
 from ...model.devices import devices_of
+from ...trust.sources import SourceRoots
 from .sources import capture_sources
 from .timeline import timeline_payload
 
@@ -146,6 +147,7 @@ def header(profile: Profile) -> dict[str, Any]:
         "wall_time_ns": _wall_ns(profile),
         "coverage": coverage_note(meta),
         "per_step": _per_step(meta),
+        "ended": abrupt_note(meta),
         "tool": f"kernelscope {__version__}",
     }
 
@@ -170,12 +172,18 @@ def _when(value: Any) -> Any:
     return value
 
 
-def build_payload(profile: Profile, *, findings: Findings | None = None, sources: bool = True) -> dict[str, Any]:
+def build_payload(
+    profile: Profile,
+    *,
+    findings: Findings | None = None,
+    sources: bool = True,
+    roots: SourceRoots | None = None,
+) -> dict[str, Any]:
+    """The report's data. Source snippets come only from files under ``roots`` (default: the current folder)."""
     if findings is None:
         findings = run_advisor(profile)
     metrics = {m: _column(profile.exclusive(m)) for m in profile.metric_names}
     ranks, ranks_error = ranks_payload(profile)
-    cwd = os.getcwd()
     return {
         "schema": SCHEMA,
         "header": header(profile),
@@ -186,7 +194,7 @@ def build_payload(profile: Profile, *, findings: Findings | None = None, sources
         "groups": _groups(profile),
         "findings": list(findings.items),
         "findings_error": findings.error,
-        "sources": capture_sources(profile, cwd) if sources else {},
+        "sources": capture_sources(profile, roots or SourceRoots.here()) if sources else {},
         "timeline": timeline_payload(profile),
         "ranks": ranks,
         "ranks_error": ranks_error,

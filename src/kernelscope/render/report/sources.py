@@ -3,20 +3,20 @@
 For every file named by a python frame (or an estimated part) that is readable here, the
 lines around each attributed line (``CONTEXT`` either side) are kept, so the report can
 show cost per line without the files. Bounded: at most ``MAX_FILES`` files and
-``MAX_CHARS`` characters in all; files that cannot be read are skipped silently (a trace
-imported on another machine names files that are not here).
+``MAX_CHARS`` characters in all. Only files the ``SourceRoots`` allow are read (regular
+text files under the program's roots, never ``/proc`` or a symlink out of a root: the
+report is shared, and a trace's file names are someone else's data); others, and files
+that are not here, are skipped silently and the report shows their names only.
 """
 
 from __future__ import annotations
 
-import os
-
 from ...model import FrameKind, Profile
+from ...trust.sources import SourceRoots
 
 CONTEXT = 3
 MAX_FILES = 60
 MAX_CHARS = 1_000_000
-MAX_FILE_BYTES = 2_000_000
 
 
 def _lines_by_file(profile: Profile) -> dict[str, set[int]]:
@@ -27,24 +27,14 @@ def _lines_by_file(profile: Profile) -> dict[str, set[int]]:
     return out
 
 
-def _read(path: str) -> list[str] | None:
-    try:
-        if not os.path.isfile(path) or os.path.getsize(path) > MAX_FILE_BYTES:
-            return None
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read().splitlines()
-    except OSError:
-        return None
-
-
-def capture_sources(profile: Profile, cwd: str) -> dict[str, list[list[int | str]]]:
+def capture_sources(profile: Profile, roots: SourceRoots) -> dict[str, list[list[int | str]]]:
     """``{file: [[first_line, text_line, text_line, ...], ...]}``: one entry per run of kept lines."""
     out: dict[str, list[list[int | str]]] = {}
     budget = MAX_CHARS
     for file, wanted in sorted(_lines_by_file(profile).items()):
         if len(out) >= MAX_FILES or budget <= 0:
             break
-        lines = _read(file if os.path.isabs(file) else os.path.join(cwd, file))
+        lines = roots.read(file)
         if lines is None:
             continue
         keep: set[int] = set()

@@ -270,7 +270,7 @@ function renderHeader(data) {
     ["host", h.host], ["devices", h.devices && h.devices.join(", ")], ["rank", h.world_size > 1 ? (h.rank != null ? `${h.rank} of ${h.world_size}` : `${h.world_size} ranks`) : null],
     ["total time", time !== null ? fmtValue("time_ns", time) : null],
     ["per step", time !== null && h.per_step ? `${fmtValue("time_ns", time * h.per_step.factor)} (${h.per_step.statement})` : null], ["wall time (timeline)", h.wall_time_ns != null ? fmtValue("time_ns", h.wall_time_ns) : null],
-    ["time", h.time_meaning], ["recorded", h.coverage], ["by", h.tool]];
+    ["time", h.time_meaning], ["recorded", h.coverage], ["ended", h.ended], ["by", h.tool]];
   for (const [k, v] of items) {
     if (v === null || v === undefined || v === "") continue;
     const d = el("div"); d.append(el("dt", null, k), el("dd", null, shortLabel(String(v)).slice(0, 400)));
