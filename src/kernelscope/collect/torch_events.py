@@ -183,7 +183,10 @@ class TorchEvents:
                     )  # (a frame running on from the last window: no call)
                     if label >= 0 and label != last:
                         # (a builtin call and the LineMode's __torch_function__ inside it report one line)
-                        host((th, start, dur, PYTHON, label, -1, -1, -1, -1, calls, -1))
+                        # a call that runs no torch op (`self.rnn` looking the module up) is not a run of the
+                        # line: its calls count the line's runs, not the Python calls it makes
+                        line_calls = calls if calls < 0 or mod is not None or _runs_torch(ev) else -1
+                        host((th, start, dur, PYTHON, label, -1, -1, -1, -1, line_calls, -1))
                         last = label
                         bound = start + dur
                     if mod is not None:
@@ -308,6 +311,20 @@ def casts_by_line(
         where = line_of(node)
         if where is not None:
             into[(where[0], where[1], cast[0], cast[1])] += 1
+
+
+def _runs_torch(ev: Any) -> bool:
+    """Does a Python call run a torch op or a module somewhere inside it (the first one found ends the search)."""
+    stack = list(ev.children)
+    while stack:
+        c = stack.pop()
+        name = c.tag.name
+        if name == "TorchOp":
+            return True
+        if name == "PyCall" and c.extra_fields.module is not None:
+            return True
+        stack.extend(c.children)
+    return False
 
 
 def _shapes(inputs: Iterable[Any]) -> list[Any]:
