@@ -84,7 +84,10 @@ def no_duplicate_rows(profile: Profile) -> None:
         parent_at[d] = node
         if d == 0:
             continue
-        siblings.setdefault((parent_at[d - 1], d), Counter())[profile.frame_of(node).label()] += 1
+        f = profile.frame_of(node)
+        # (parts of one fused kernel on one line: the text view names their modules, tree_text)
+        label = f"{f.label()} in {f.module}" if f.kind is FrameKind.PART else f.label()
+        siblings.setdefault((parent_at[d - 1], d), Counter())[label] += 1
     for where, labels in siblings.items():
         dup = [lab for lab, k in labels.items() if k > 1]
         assert not dup, (where, dup)

@@ -13,7 +13,8 @@ or renamed:
   ``torch.compile(MLP.forward)``, with the line of the program's ``torch.compile(...)`` when the run
   recorded it (``metadata["compile"]["callables"]``), else the compiled code's ``def`` line; Dynamo's
   frame/compile id stays in ``ids`` (recompilations stay apart) but is not shown. The runtime wrappers
-  inside it (``CompiledFunction``, ``CompiledFunctionBackward``, ``## Call CompiledFxGraph ##``) are folded.
+  inside it (``CompiledFunction``, ``CompiledFunctionBackward``, ``## Call CompiledFxGraph ##``) are folded,
+  and so are regions of frames the run recorded Dynamo compiling to no graph at all (a hook it traced).
 - **Pass-through frames** are folded by one rule (docs/view.md, "What the tree folds"): a Python frame in
   an installed library that, within its parent, is its function's only row holding time, holds no time of
   its own, and holds exactly one call: its children (those holding time) are the lines of one other
@@ -69,6 +70,7 @@ def user_structure(profile: Profile) -> Profile:
         if m in profile.metrics:
             incl_time += np.abs(profile.inclusive(m))
     callables = _callables(profile.metadata)
+    empty = _empty_compiles(profile.metadata)
 
     # wrapper prefixes per node (attribute paths to strip in its subtree) and the new frame of each node
     strip: list[tuple[str, ...]] = [()] * n
@@ -88,6 +90,8 @@ def user_structure(profile: Profile) -> Profile:
         if k is FrameKind.REGION and f.name in REGION_WRAPPERS:
             continue
         if k is FrameKind.REGION and f.name == TORCH_REGION:
+            if f.ids in empty:
+                continue  # a frame Dynamo compiled to no graph at all (a hook it traced): nothing of the user's
             new_frame[node] = _region(f, profile, node, callables)
             continue
         if k is FrameKind.MODULE and above:
@@ -207,6 +211,18 @@ def _callables(metadata: dict[str, Any]) -> dict[str, dict[str, Any]]:
             if site is not None:
                 out[str(c["compile_id"])] = site
     return out
+
+
+def _empty_compiles(metadata: dict[str, Any]) -> frozenset[str]:
+    """Compile ids of frames Dynamo compiled to no graph (``graph_ops`` 0): their regions only run guards."""
+    comp = metadata.get("compile")
+    if not isinstance(comp, dict):
+        return frozenset()
+    return frozenset(
+        str(c["compile_id"])
+        for c in comp.get("compiles") or []
+        if isinstance(c, dict) and c.get("compile_id") and c.get("graph_ops") == 0
+    )
 
 
 def _region(f: Frame, profile: Profile, node: int, callables: dict[str, dict[str, Any]]) -> Frame:
