@@ -41,6 +41,7 @@ def test_compiled_module_wrapper_folds_and_region_is_named_after_the_torch_compi
         [
             ([line, wrapper], {"time_ns": 5.0, "count": 3.0}),  # the wrapper's own work (guards)
             ([line, wrapper, inner], {"count": 3.0}),
+            ([line, wrapper, inner, region], {"count": 2.0}),
             ([line, wrapper, inner, region, Frame.region("CompiledFunction"), M("_orig_mod.layers.0", "Linear"), OP("aten::addmm")], {"time_ns": 7.0, "count": 3.0}),
         ],
         meta,
@@ -49,8 +50,9 @@ def test_compiled_module_wrapper_folds_and_region_is_named_after_the_torch_compi
         "<root>", {}, [
             ("train.py:22 main", {"time_ns": 5.0}, [  # the wrapper's time goes to the line that called it
                 ("MLP (MLP)", {"count": 3.0}, [
-                    ("<torch.compile(MLP.forward) @ train.py:17>", {}, [
-                        ("layers.0 (Linear)", {}, [("aten::addmm", {"time_ns": 7.0, "count": 3.0}, [])]),
+                    ("<torch.compile(MLP.forward) @ train.py:17>", {"count": 2.0}, [
+                        # (the region's calls: the graph runs the module once per call)
+                        ("layers.0 (Linear)", {"count": 2.0}, [("aten::addmm", {"time_ns": 7.0, "count": 3.0}, [])]),
                     ]),
                 ]),
             ]),

@@ -15,10 +15,12 @@ or renamed:
   frame/compile id stays in ``ids`` (recompilations stay apart) but is not shown. The runtime wrappers
   inside it (``CompiledFunction``, ``CompiledFunctionBackward``, ``## Call CompiledFxGraph ##``) are folded,
   and so are regions of frames the run recorded Dynamo compiling to no graph at all (a hook it traced).
+- **Modules inside compiled code** get the calls of their region (torch records none there): the graph
+  runs each module it traced once per call.
 - **Pass-through frames** are folded by one rule (docs/view.md, "What the tree folds"): a Python frame in
   an installed library that, within its parent, is its function's only row holding time, holds no time of
   its own, and holds exactly one call: its children (those holding time) are the lines of one other
-  function, or one module. Decorators, ``functools.wraps`` wrappers (transformers' ``deprecation.py
+  function, or one module. (A frame that holds no time at all is judged on all its rows.) Decorators, ``functools.wraps`` wrappers (transformers' ``deprecation.py
   wrapped_func``) and libraries' ``__call__`` trampolines are such frames. Applied from the leaves up, so a
   stack of wrappers folds at once.
 
@@ -110,7 +112,46 @@ def user_structure(profile: Profile) -> Profile:
             continue
         if _passes_through(node, f, par, kids, new_frame, incl_time):
             new_frame[node] = None
-    return _rebuild(profile, new_frame, par)
+    return _compiled_module_calls(_rebuild(profile, new_frame, par))
+
+
+def _compiled_module_calls(profile: Profile) -> Profile:
+    """Modules inside a compiled region ran once per call of the region (torch records no module calls inside
+    compiled code; the graph runs each module it traced once per call): a module row there that holds forward
+    work gets the region's calls. A module row that holds only gradients (``[backward]`` below it) stays blank."""
+    if "count" not in profile.metrics:
+        return profile
+    n = len(profile)
+    frames = profile.frames
+    fr = profile.frame.tolist()
+    par = profile.parent.tolist()
+    count = profile.metrics["count"]
+    region_of = [-1] * n  # the innermost named compiled region above each node
+    forward_work = np.zeros(n, dtype=bool)  # an op or kernel below the node, not under [backward]
+    for node in range(1, n):
+        f = frames[fr[node]]
+        p = par[node]
+        region_of[node] = node if f.kind is FrameKind.REGION and f.cls == COMPILED else region_of[p]
+    for node in range(n - 1, 0, -1):
+        f = frames[fr[node]]
+        if f.kind in (FrameKind.OP, FrameKind.KERNEL):
+            forward_work[node] = True
+        if forward_work[node] and f.kind is not FrameKind.BACKWARD:
+            forward_work[par[node]] = True
+    fill = [
+        node
+        for node in range(1, n)
+        if frames[fr[node]].kind is FrameKind.MODULE
+        and region_of[node] >= 0
+        and count[node] == 0
+        and forward_work[node]
+    ]
+    if not fill:
+        return profile
+    col = count.copy()
+    for node in fill:
+        col[node] = count[region_of[node]]
+    return profile.replace(metrics={**profile.metrics, "count": col})
 
 
 def _stripped(path: str, prefixes: Sequence[str]) -> str:
@@ -146,18 +187,21 @@ def _passes_through(
     incl_time: np.ndarray,
 ) -> bool:
     """The rule of the module docstring, for one Python frame that holds no time of its own."""
+    # "holding time": with time, the rows that hold some; a frame that holds none (ops too short to time, or
+    # none at all) is judged on all its rows
+    timed = incl_time[node] > 0
     siblings = _effective_children(_shown_parent(node, par, new_frame), kids, new_frame)
     same_fn = [
         s
         for s in siblings
-        if incl_time[s] > 0
+        if (incl_time[s] > 0 or not timed)
         and (g := new_frame[s]) is not None
         and g.kind is FrameKind.PYTHON
         and (g.file, g.name) == (f.file, f.name)
     ]
     if same_fn != [node]:
         return False
-    below = [c for c in _effective_children(node, kids, new_frame) if incl_time[c] > 0]
+    below = [c for c in _effective_children(node, kids, new_frame) if incl_time[c] > 0 or not timed]
     if not below:
         return False
     first = new_frame[below[0]]
