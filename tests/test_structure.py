@@ -122,3 +122,11 @@ def test_identical_rows_show_what_tells_them_apart() -> None:
     tv = tree_view(p, TreeOptions(collapse=True))
     top = [p.frame_of(n).label() for n, d in zip(tv.order, tv.depth, strict=True) if d == 1]
     assert top == ["main.py:95 <module>", "main.py:99 <module>"]
+
+
+def test_imported_region_is_named_after_the_module_and_function_inside_it() -> None:
+    # a trace has no record of the torch.compile call: the name only, no line that would read as one
+    region = Frame.region("Torch-Compiled Region", "0/0")
+    p = build([([M("MLP_0", "MLP"), region, PY("model.py", 12, "forward"), OP("aten::addmm")], {"time_ns": 1.0})])
+    out = user_structure(p)
+    assert [f.label() for f in out.frames if f.kind.value == "region"] == ["<torch.compile(MLP.forward)>"]

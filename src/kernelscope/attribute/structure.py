@@ -11,7 +11,8 @@ or renamed:
   goes to the line that called it.
 - **Compiled regions** are named after what the user compiled: a ``Torch-Compiled Region`` becomes
   ``torch.compile(MLP.forward)``, with the line of the program's ``torch.compile(...)`` when the run
-  recorded it (``metadata["compile"]["callables"]``), else the compiled code's ``def`` line; Dynamo's
+  recorded it (``metadata["compile"]["callables"]``; an imported trace has no record of it: the name only,
+  from the module and the first Python frame inside the region); Dynamo's
   frame/compile id stays in ``ids`` (recompilations stay apart) but is not shown. The runtime wrappers
   inside it (``CompiledFunction``, ``CompiledFunctionBackward``, ``## Call CompiledFxGraph ##``) are folded,
   and so are regions of frames the run recorded Dynamo compiling to no graph at all (a hook it traced).
@@ -281,11 +282,11 @@ def _region(f: Frame, profile: Profile, node: int, callables: dict[str, dict[str
             cls=COMPILED,
             ids=f.ids,
         )
-    name, file, line = _compiled_code_below(profile, node)
-    return Frame(FrameKind.REGION, name, file=file, line=line, cls=COMPILED, ids=f.ids)
+    # (no torch.compile line to give: the compiled function's def line would read as one)
+    return Frame(FrameKind.REGION, _compiled_code_below(profile, node), cls=COMPILED, ids=f.ids)
 
 
-def _compiled_code_below(profile: Profile, node: int) -> tuple[str, str, int]:
+def _compiled_code_below(profile: Profile, node: int) -> str:
     """Without the run's record of ``torch.compile`` calls (an imported trace): the compiled function is the
     first Python frame inside the region, named with the module it runs in."""
     module = ""
@@ -301,10 +302,10 @@ def _compiled_code_below(profile: Profile, node: int) -> tuple[str, str, int]:
         c = stack.pop(0)
         g = profile.frame_of(c)
         if g.kind is FrameKind.PYTHON:
-            return (f"{module}.{g.name}" if module else g.name), g.file, g.line
+            return f"{module}.{g.name}" if module else g.name
         if g.kind is FrameKind.REGION:
             stack.extend(profile.children[c])
-    return module, "", 0
+    return module
 
 
 def _rebuild(profile: Profile, new_frame: list[Frame | None], par: list[int]) -> Profile:
