@@ -186,16 +186,18 @@ def test_word_language_model(workdir: Path) -> None:
     p = load(str(_run(workdir, "word_language_model/main.py", "wlm.ksprof")))
     no_wrappers(p)
     assert {"RNNModel", "rnn", "decoder", "encoder", "drop"} <= modules(p)
-    model_py = "word_language_model/model.py"
-    first = line_of(workdir / model_py, "output, hidden = self.rnn(emb, hidden)")
-    # lines of forward that make one call each: their calls are the times they ran
-    single = range(first, first + 5)
-    runs = _line_runs(workdir, "model.py", single)
-    for ln in single:
-        calls = count_of(p, lambda f, ln=ln: f.kind is FrameKind.PYTHON and f.file == model_py and f.line == ln)
-        assert calls == runs[ln], (ln, calls, runs[ln])
-    assert count_of(p, lambda f: f.kind is FrameKind.MODULE and f.name == "rnn") == runs[first]
-    assert f"{model_py}:{first}" == top_lines(p, 1)[0]
+    model_py, main_py = "word_language_model/model.py", "word_language_model/main.py"
+    first = line_of(workdir / model_py, "emb = self.drop(self.encoder(input))")  # two calls in one run
+    first_run = line_of(workdir / model_py, "output, hidden = self.rnn(emb, hidden)")
+    update = line_of(workdir / main_py, "p.data.add_(p.grad, alpha=-lr)")  # one line, run in a loop
+    lines = range(first, first + 6)
+    runs = _line_runs(workdir, "model.py", lines)
+    runs_main = _line_runs(workdir, "main.py", range(update, update + 1))
+    for file, ln, expected in [*((model_py, ln, runs[ln]) for ln in lines), (main_py, update, runs_main[update])]:
+        calls = count_of(p, lambda f, file=file, ln=ln: f.kind is FrameKind.PYTHON and f.file == file and f.line == ln)
+        assert calls == expected > 0, (file, ln, calls, expected)
+    assert count_of(p, lambda f: f.kind is FrameKind.MODULE and f.name == "rnn") == runs[first_run]
+    assert f"{model_py}:{first_run}" == top_lines(p, 1)[0]
     findings_at_user_lines(p)
     no_duplicate_rows(p)  # validation and test both call evaluate(): two rows that say where they differ
 

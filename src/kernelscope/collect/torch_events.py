@@ -127,6 +127,8 @@ class TorchEvents:
         stack: list[tuple[Any, int, Any, int, int]] = [(r, _NONE, None, 0, _FAR) for r in reversed(roots)]
         events = 0
         threads: dict[int, int] = {}
+        # per calling frame (its PyCall's fields): the line of its latest run and the callees that run called
+        runs: dict[int, tuple[int, set[Any]]] = {}
         while stack:
             ev, last, user_fn, bw, bound = stack.pop()
             events += 1
@@ -186,6 +188,8 @@ class TorchEvents:
                         # a call that runs no torch op (`self.rnn` looking the module up) is not a run of the
                         # line: its calls count the line's runs, not the Python calls it makes
                         line_calls = calls if calls < 0 or mod is not None or _runs_torch(ev) else -1
+                        if line_calls == 0:
+                            line_calls = _line_run(runs, id(user_fn), label, _callee(ev, ex, tag, mod))
                         host((th, start, dur, PYTHON, label, -1, -1, -1, -1, line_calls, -1))
                         last = label
                         bound = start + dur
@@ -311,6 +315,34 @@ def casts_by_line(
         where = line_of(node)
         if where is not None:
             into[(where[0], where[1], cast[0], cast[1])] += 1
+
+
+def _callee(ev: Any, ex: Any, tag: str, mod: Any) -> Any:
+    """What a call calls, as far as telling one run of a line from the next needs: a module's class, a Python
+    function, a builtin's name (without the object it is bound to)."""
+    if mod is not None:
+        return mod.cls_name
+    try:
+        if tag == "PyCall":
+            site = ex.callsite
+            return (site.file_name, site.function_name)
+        return str(ev.name).split(" of ", 1)[0].split(" at 0x", 1)[0]
+    except (AttributeError, UnicodeDecodeError):
+        return None
+
+
+def _line_run(runs: dict[int, tuple[int, set[Any]]], caller: int, label: int, callee: Any) -> int:
+    """0 when a call from line ``label`` starts a new run of the line, -1 when it belongs to the run under way.
+
+    The profiler reports calls, not line runs: consecutive calls from one line of one calling frame are one run
+    of it (``self.drop(self.encoder(x))``) until a callee repeats (``for block in blocks: x = block(x)`` calls
+    the same class each time round) or another line of the frame runs between them."""
+    run = runs.get(caller)
+    if run is not None and run[0] == label and callee not in run[1]:
+        run[1].add(callee)
+        return -1
+    runs[caller] = (label, {callee})
+    return 0
 
 
 def _runs_torch(ev: Any) -> bool:
