@@ -129,8 +129,9 @@ def test_compiled_mlp(workdir: Path) -> None:
     if slow:  # (a warm machine may compile under the threshold)
         assert (slow[0].file, slow[0].line) == ("compiled_mlp.py", compile_line)
         assert "MLP.forward" in slow[0].title
-    # the compiler's worker threads are not the program's: no warning about them
-    assert not [w for w in warnings_of(p) if "thread" in w]
+    # the compiler's worker threads are not the program's, and rounding of torch's clock moves no time: no
+    # warning about either
+    assert not [w for w in warnings_of(p) if "thread" in w or "clipped" in w], warnings_of(p)
     no_duplicate_rows(p)
 
 
