@@ -130,3 +130,34 @@ def test_imported_region_is_named_after_the_module_and_function_inside_it() -> N
     p = build([([M("MLP_0", "MLP"), region, PY("model.py", 12, "forward"), OP("aten::addmm")], {"time_ns": 1.0})])
     out = user_structure(p)
     assert [f.label() for f in out.frames if f.kind.value == "region"] == ["<torch.compile(MLP.forward)>"]
+
+
+def test_nested_wrappers_ddp_of_a_compiled_model_and_fsdp_per_block() -> None:
+    line = PY("train.py", 3, "main")
+    ddp = M("DistributedDataParallel", "DistributedDataParallel")
+    opt = M("module", "OptimizedModule")
+    p = build(
+        [
+            (
+                [line, ddp, opt, M("module._orig_mod", "Net"), M("module._orig_mod.fc", "Linear"), OP("aten::mm")],
+                {"time_ns": 1.0},
+            )
+        ]
+    )
+    assert [f.label() for f in user_structure(p).frames[1:]] == [
+        "train.py:3 main",
+        "Net (Net)",
+        "fc (Linear)",
+        "aten::mm",
+    ]
+    fsdp = M("FullyShardedDataParallel", "FullyShardedDataParallel")
+    inner = M("_fsdp_wrapped_module", "GPT")
+    block = M("_fsdp_wrapped_module.h.0", "FullyShardedDataParallel")
+    p = build(
+        [
+            ([line, fsdp, inner, block, M("_fsdp_wrapped_module.h.0._fsdp_wrapped_module", "Block"),
+              M("_fsdp_wrapped_module.h.0._fsdp_wrapped_module.attn", "Attention"), OP("aten::mm")], {"time_ns": 1.0}),
+        ]
+    )  # fmt: skip
+    labels = [f.label() for f in user_structure(p).frames[1:]]
+    assert labels == ["train.py:3 main", "GPT (GPT)", "h.0 (Block)", "h.0.attn (Attention)", "aten::mm"]

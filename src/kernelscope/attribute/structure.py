@@ -156,12 +156,14 @@ def _compiled_module_calls(profile: Profile) -> Profile:
 
 
 def _stripped(path: str, prefixes: Sequence[str]) -> str:
-    """An attribute path without the wrappers' attributes (``_orig_mod.layers.0`` -> ``layers.0``)."""
-    for prefix in reversed(prefixes):
+    """An attribute path without the wrappers' attributes (``_orig_mod.layers.0`` -> ``layers.0``). ``prefixes``:
+    each wrapper's attribute path to what it wraps, outermost first, in the paths already stripped of the
+    wrappers outside it; "" where the wrapped module is the model itself."""
+    for prefix in prefixes:
+        head = prefix.rsplit(".", 1)[0] if "." in prefix else ""
         if path == prefix:
-            return ""
-        if path.startswith(prefix + "."):
-            head = prefix.rsplit(".", 1)[0] if "." in prefix else ""
+            path = head
+        elif path.startswith(prefix + "."):
             rest = path[len(prefix) + 1 :]
             path = f"{head}.{rest}" if head else rest
     return path
