@@ -147,6 +147,12 @@ def test_gpt2_from_config(workdir: Path) -> None:
     # the inner model as often as the inner model
     assert count_of(p, lambda f: f.kind is FrameKind.MODULE and f.name == "transformer") == 6
     assert count_of(p, lambda f: f.kind is FrameKind.MODULE and f.name == "transformer.h.0.attn") == 6
+    calling = [  # the line of GPT2LMHeadModel.forward that calls self.transformer(...): once per run
+        n
+        for n in range(1, len(p))
+        if p.frame_of(n).kind is FrameKind.PYTHON and any(p.frame_of(c).name == "transformer" for c in p.children[n])
+    ]
+    assert calling and all(p.exclusive("count")[n] == 6 for n in calling), [p.frame_of(n) for n in calling]
     findings_at_user_lines(p)
     no_duplicate_rows(p)
     assert any(line.startswith("transformers/models/gpt2/modeling_gpt2.py") for line in top_lines(p, 5))
