@@ -72,6 +72,8 @@ class TorchEvents:
         self.cast_label = tables.frame(Frame.op(CAST_OP))
         self.regions = 0  # compiled regions met (compiled code ran in this window)
         self._session_files: set[str] = set()
+        # the latest run of a line per (thread, file, function), for frames that run on into the next window
+        self._line_runs: dict[tuple[int, str, str], tuple[int, set[Any]]] = {}
 
     def _tag(self, ev: Any) -> str:
         tag = ev.tag
@@ -129,6 +131,7 @@ class TorchEvents:
         threads: dict[int, int] = {}
         # per calling frame (its PyCall's fields): the line of its latest run and the callees that run called
         runs: dict[int, tuple[int, set[Any]]] = {}
+        ran_on_fns: set[int] = set()  # calling frames that ran on from the last window: their runs go on too
         while stack:
             ev, last, user_fn, bw, bound = stack.pop()
             events += 1
@@ -188,8 +191,21 @@ class TorchEvents:
                         # a call that runs no torch op (`self.rnn` looking the module up) is not a run of the
                         # line: its calls count the line's runs, not the Python calls it makes
                         line_calls = calls if calls < 0 or mod is not None or _runs_torch(ev) else -1
-                        if line_calls == 0:
-                            line_calls = _line_run(runs, id(user_fn), label, _callee(ev, ex, tag, mod))
+                        if calls < 0:  # a call running on from the last window: its line's run goes on, counted there
+                            runs[id(user_fn)] = self._line_runs[(ev.start_tid, file, caller.function_name)] = (
+                                label,
+                                {_callee(ev, ex, tag, mod)},
+                            )
+                        elif line_calls == 0:
+                            line_calls = _line_run(
+                                runs,
+                                self._line_runs,
+                                id(user_fn),
+                                (ev.start_tid, file, caller.function_name),
+                                id(user_fn) in ran_on_fns,
+                                label,
+                                _callee(ev, ex, tag, mod),
+                            )
                         host((th, start, dur, PYTHON, label, -1, -1, -1, -1, line_calls, -1))
                         last = label
                         bound = start + dur
@@ -200,6 +216,8 @@ class TorchEvents:
                         host((th, start, dur, MODULE, last, -1, -1, -1, -1, calls, -1))
                         bound = start + dur
                 fn = ex if tag == "PyCall" else None  # its callsite is read only if an op sits right below
+                if fn is not None and ran_on and (ev.start_time_ns, ev.start_tid) in ran_on:
+                    ran_on_fns.add(id(fn))
                 if children:
                     stack.extend((c, last, fn, bw, bound) for c in reversed(children))
                 continue
@@ -331,17 +349,28 @@ def _callee(ev: Any, ex: Any, tag: str, mod: Any) -> Any:
         return None
 
 
-def _line_run(runs: dict[int, tuple[int, set[Any]]], caller: int, label: int, callee: Any) -> int:
+def _line_run(
+    runs: dict[int, tuple[int, set[Any]]],
+    ran_on: dict[tuple[int, str, str], tuple[int, set[Any]]],
+    caller: int,
+    where: tuple[int, str, str],
+    caller_ran_on: bool,
+    label: int,
+    callee: Any,
+) -> int:
     """0 when a call from line ``label`` starts a new run of the line, -1 when it belongs to the run under way.
 
     The profiler reports calls, not line runs: consecutive calls from one line of one calling frame are one run
     of it (``self.drop(self.encoder(x))``) until a callee repeats (``for block in blocks: x = block(x)`` calls
-    the same class each time round) or another line of the frame runs between them."""
-    run = runs.get(caller)
+    the same class each time round) or another line of the frame runs between them. ``caller``: the calling
+    frame in this window; a frame that ran on from the last window (``caller_ran_on``) goes on with the run it
+    had there, found by ``where`` (thread, file, function) in ``ran_on``, which outlives the window."""
+    run = ran_on.get(where) if caller_ran_on else runs.get(caller)
     if run is not None and run[0] == label and callee not in run[1]:
         run[1].add(callee)
         return -1
-    runs[caller] = (label, {callee})
+    run = (label, {callee})
+    runs[caller] = ran_on[where] = run
     return 0
 
 
