@@ -25,7 +25,8 @@ or renamed:
   wrapped_func``) and libraries' ``__call__`` trampolines are such frames. Applied from the leaves up, so a
   stack of wrappers folds at once.
 
-Siblings that become the same frame merge (their metrics add up).
+Siblings that become the same frame merge (their metrics add up). The naming of compiled regions and the calls
+of modules inside them are in ``compiled_regions``.
 """
 
 from __future__ import annotations
@@ -34,12 +35,12 @@ import os
 import sys
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 
 from ..model import Frame, FrameKind, Profile, ProfileBuilder
 from ..model.timeline import Timeline
+from .compiled_regions import compile_sites, compiled_module_calls, empty_compiles, named_region
 from .records import GRAPH_CALL, TORCH_REGION
 
 # wrapper class -> the attribute that holds the wrapped module
@@ -51,7 +52,6 @@ WRAPPERS = {
 }
 # runtime wrappers inside a compiled region
 REGION_WRAPPERS = frozenset({"CompiledFunction", "CompiledFunctionBackward", GRAPH_CALL})
-COMPILED = "torch.compile"  # the ``cls`` of a region named after the compiled callable
 _TIME = ("time_ns",)  # (every frame holds host time of its own: the interpreter's)
 
 
@@ -72,8 +72,8 @@ def user_structure(profile: Profile) -> Profile:
     for m in _TIME:
         if m in profile.metrics:
             incl_time += np.abs(profile.inclusive(m))
-    callables = _callables(profile.metadata)
-    empty = _empty_compiles(profile.metadata)
+    callables = compile_sites(profile.metadata)
+    empty = empty_compiles(profile.metadata)
 
     # wrapper prefixes per node (attribute paths to strip in its subtree) and the new frame of each node
     strip: list[tuple[str, ...]] = [()] * n
@@ -95,7 +95,7 @@ def user_structure(profile: Profile) -> Profile:
         if k is FrameKind.REGION and f.name == TORCH_REGION:
             if f.ids in empty:
                 continue  # a frame Dynamo compiled to no graph at all (a hook it traced): nothing of the user's
-            new_frame[node] = _region(f, profile, node, callables)
+            new_frame[node] = named_region(f, profile, node, callables)
             continue
         if k is FrameKind.MODULE and above:
             path = _stripped(f.name, above)
@@ -113,46 +113,7 @@ def user_structure(profile: Profile) -> Profile:
             continue
         if _passes_through(node, f, par, kids, new_frame, incl_time):
             new_frame[node] = None
-    return _compiled_module_calls(_rebuild(profile, new_frame, par))
-
-
-def _compiled_module_calls(profile: Profile) -> Profile:
-    """Modules inside a compiled region ran once per call of the region (torch records no module calls inside
-    compiled code; the graph runs each module it traced once per call): a module row there that holds forward
-    work gets the region's calls. A module row that holds only gradients (``[backward]`` below it) stays blank."""
-    if "count" not in profile.metrics:
-        return profile
-    n = len(profile)
-    frames = profile.frames
-    fr = profile.frame.tolist()
-    par = profile.parent.tolist()
-    count = profile.metrics["count"]
-    region_of = [-1] * n  # the innermost named compiled region above each node
-    forward_work = np.zeros(n, dtype=bool)  # an op or kernel below the node, not under [backward]
-    for node in range(1, n):
-        f = frames[fr[node]]
-        p = par[node]
-        region_of[node] = node if f.kind is FrameKind.REGION and f.cls == COMPILED else region_of[p]
-    for node in range(n - 1, 0, -1):
-        f = frames[fr[node]]
-        if f.kind in (FrameKind.OP, FrameKind.KERNEL):
-            forward_work[node] = True
-        if forward_work[node] and f.kind is not FrameKind.BACKWARD:
-            forward_work[par[node]] = True
-    fill = [
-        node
-        for node in range(1, n)
-        if frames[fr[node]].kind is FrameKind.MODULE
-        and region_of[node] >= 0
-        and count[node] == 0
-        and forward_work[node]
-    ]
-    if not fill:
-        return profile
-    col = count.copy()
-    for node in fill:
-        col[node] = count[region_of[node]]
-    return profile.replace(metrics={**profile.metrics, "count": col})
+    return compiled_module_calls(_rebuild(profile, new_frame, par))
 
 
 def _stripped(path: str, prefixes: Sequence[str]) -> str:
@@ -240,74 +201,6 @@ def _library_file(file: str) -> bool:
         entry and ("site-packages" in entry or "dist-packages" in entry) and os.path.isfile(os.path.join(entry, file))
         for entry in sys.path
     )
-
-
-def _callables(metadata: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Compile id ("0/1") -> what the program passed to ``torch.compile`` and where (live runs record it)."""
-    comp = metadata.get("compile")
-    if not isinstance(comp, dict):
-        return {}
-    by_code: dict[tuple[str, int], dict[str, Any]] = {}
-    for c in comp.get("callables") or []:
-        if isinstance(c, dict):
-            by_code[(str(c.get("def_file", "")), int(c.get("def_line") or 0))] = c
-    out: dict[str, dict[str, Any]] = {}
-    for c in comp.get("compiles") or []:
-        if isinstance(c, dict) and c.get("compile_id"):
-            site = by_code.get((str(c.get("file", "")), int(c.get("line") or 0)))
-            if site is not None:
-                out[str(c["compile_id"])] = site
-    return out
-
-
-def _empty_compiles(metadata: dict[str, Any]) -> frozenset[str]:
-    """Compile ids of frames Dynamo compiled to no graph (``graph_ops`` 0): their regions only run guards."""
-    comp = metadata.get("compile")
-    if not isinstance(comp, dict):
-        return frozenset()
-    return frozenset(
-        str(c["compile_id"])
-        for c in comp.get("compiles") or []
-        if isinstance(c, dict) and c.get("compile_id") and c.get("graph_ops") == 0
-    )
-
-
-def _region(f: Frame, profile: Profile, node: int, callables: dict[str, dict[str, Any]]) -> Frame:
-    """A ``Torch-Compiled Region: F/C`` frame named after what was compiled (see the module docstring)."""
-    site = callables.get(f.ids)
-    if site is not None:
-        return Frame(
-            FrameKind.REGION,
-            str(site.get("name", "")),
-            file=str(site.get("file", "")),
-            line=int(site.get("line") or 0),
-            cls=COMPILED,
-            ids=f.ids,
-        )
-    # (no torch.compile line to give: the compiled function's def line would read as one)
-    return Frame(FrameKind.REGION, _compiled_code_below(profile, node), cls=COMPILED, ids=f.ids)
-
-
-def _compiled_code_below(profile: Profile, node: int) -> str:
-    """Without the run's record of ``torch.compile`` calls (an imported trace): the compiled function is the
-    first Python frame inside the region, named with the module it runs in."""
-    module = ""
-    for anc in profile.ancestors(int(profile.parent[node])):
-        g = profile.frame_of(anc)
-        if g.kind is FrameKind.MODULE:
-            module = g.cls
-            break
-        if g.kind is FrameKind.PYTHON:
-            break
-    stack = list(profile.children[node])
-    while stack:
-        c = stack.pop(0)
-        g = profile.frame_of(c)
-        if g.kind is FrameKind.PYTHON:
-            return f"{module}.{g.name}" if module else g.name
-        if g.kind is FrameKind.REGION:
-            stack.extend(profile.children[c])
-    return module
 
 
 def _rebuild(profile: Profile, new_frame: list[Frame | None], par: list[int]) -> Profile:

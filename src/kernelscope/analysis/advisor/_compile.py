@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ...attribute.compiled_regions import COMPILED
 from ...attribute.records import TORCH_REGION, region_name
-from ...attribute.structure import COMPILED
 from ...model import FrameKind, Profile
 
 
