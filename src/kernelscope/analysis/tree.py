@@ -10,7 +10,9 @@ Pure: a Profile and options in, a TreeView out. The steps, in order:
 3. Chains of single-child Python frames, ops and regions collapse into the line where the path branches,
    naming what they hide (pyinstrument's ``[12 frames hidden]``). The innermost Python frame of a chain
    stays (it is the user line of what it calls), and a chain stops where what it left out on the
-   way down would reach the threshold, so that time stays visible. ``collapse_modules`` collapses modules, scopes
+   way down would reach the threshold, so that time stays visible. A compiled region named after the user's
+   code ends a chain; sibling chains that would end on the same frame are not collapsed (what tells them
+   apart is shown). ``collapse_modules`` collapses modules, scopes
    and those Python frames too, for trees that would not fit the screen otherwise.
 4. ``depth`` counts shown levels, after collapsing.
 """
@@ -18,6 +20,7 @@ Pure: a Profile and options in, a TreeView out. The steps, in order:
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -143,14 +146,15 @@ def tree_view(profile: Profile, options: TreeOptions | None = None, metrics: Seq
 
     collapsible = _COLLAPSIBLE | {FrameKind.MODULE, FrameKind.SCOPE} if opt.collapse_modules else _COLLAPSIBLE
     rank_scope = [f.kind is FrameKind.SCOPE and transforms.is_rank(f.name) for f in p.frames]
+    named_region = [f.kind is FrameKind.REGION and bool(f.cls) for f in p.frames]
 
     def chain_end(node: int) -> tuple[int, tuple[int, ...]]:
         """Follow single-child collapsible nodes down; return the node to show and those skipped."""
         skipped: list[int] = []
         start = sort_abs[node]
         while opt.collapse and kinds[fr[node]] in collapsible:
-            if rank_scope[fr[node]]:
-                break  # a job's rank (view --per-rank): always named
+            if rank_scope[fr[node]] or named_region[fr[node]]:
+                break  # a job's rank (view --per-rank), a compiled region named after the user's code: always named
             below = shown_children(node)
             # what the chain leaves out on its way down must stay under the threshold in all
             if len(below) != 1 or start - sort_abs[below[0]] > max(threshold, 1e-9 * total):
@@ -181,8 +185,12 @@ def tree_view(profile: Profile, options: TreeOptions | None = None, metrics: Seq
                 hidden[node] = Hidden(prev.count + len(below), prev.value + extra)
             continue
         shown = []
-        for c in below:
-            end, skipped = chain_end(c)
+        ends = [chain_end(c) for c in below]
+        same = Counter(fr[end] for end, _ in ends)
+        for c, (end, skipped) in zip(below, ends, strict=True):
+            if skipped and same[fr[end]] > 1:
+                # rows that would read the same (two lines calling one function): show where they differ
+                end, skipped = c, ()
             if skipped:
                 collapsed[end] = skipped
             shown.append(end)

@@ -34,6 +34,7 @@ from ..model import Profile, ProfileBuilder, Track
 from .device_join import UNLINKED_SCOPE, _join_device
 from .nesting import NO_FORWARD_SCOPE, _sweep_host
 from .stores import _Launches, _Rows, _timeline, _Tree
+from .structure import user_structure
 from .tables import EventTables
 
 __all__ = ["NO_FORWARD_SCOPE", "UNLINKED_SCOPE", "Attributor", "build_profile"]
@@ -158,4 +159,4 @@ class Attributor:
         timeline = _timeline(self.tracks, self.rows, self.tables.temp) if keep else None
         if self.host_timeline or self.warnings:
             metadata = {**metadata, "import_warnings": dict(sorted(self.warnings.items()))}
-        return b.build(metadata, timeline)
+        return user_structure(b.build(metadata, timeline))

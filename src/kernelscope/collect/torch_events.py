@@ -72,6 +72,8 @@ class TorchEvents:
         self.cast_label = tables.frame(Frame.op(CAST_OP))
         self.regions = 0  # compiled regions met (compiled code ran in this window)
         self._session_files: set[str] = set()
+        # the latest run of a line per (thread, file, function), for frames that run on into the next window
+        self._line_runs: dict[tuple[int, str, str], tuple[int, set[Any]]] = {}
 
     def _tag(self, ev: Any) -> str:
         tag = ev.tag
@@ -127,6 +129,9 @@ class TorchEvents:
         stack: list[tuple[Any, int, Any, int, int]] = [(r, _NONE, None, 0, _FAR) for r in reversed(roots)]
         events = 0
         threads: dict[int, int] = {}
+        # per calling frame (its PyCall's fields): the line of its latest run and the callees that run called
+        runs: dict[int, tuple[int, set[Any]]] = {}
+        ran_on_fns: set[int] = set()  # calling frames that ran on from the last window: their runs go on too
         while stack:
             ev, last, user_fn, bw, bound = stack.pop()
             events += 1
@@ -183,7 +188,25 @@ class TorchEvents:
                     )  # (a frame running on from the last window: no call)
                     if label >= 0 and label != last:
                         # (a builtin call and the LineMode's __torch_function__ inside it report one line)
-                        host((th, start, dur, PYTHON, label, -1, -1, -1, -1, calls, -1))
+                        # a call that runs no torch op (`self.rnn` looking the module up) is not a run of the
+                        # line: its calls count the line's runs, not the Python calls it makes
+                        line_calls = calls if calls < 0 or mod is not None or _runs_torch(ev) else -1
+                        if calls < 0:  # a call running on from the last window: its line's run goes on, counted there
+                            runs[id(user_fn)] = self._line_runs[(ev.start_tid, file, caller.function_name)] = (
+                                label,
+                                {_callee(ev, ex, tag, mod)},
+                            )
+                        elif line_calls == 0:
+                            line_calls = _line_run(
+                                runs,
+                                self._line_runs,
+                                id(user_fn),
+                                (ev.start_tid, file, caller.function_name),
+                                id(user_fn) in ran_on_fns,
+                                label,
+                                _callee(ev, ex, tag, mod),
+                            )
+                        host((th, start, dur, PYTHON, label, -1, -1, -1, -1, line_calls, -1))
                         last = label
                         bound = start + dur
                     if mod is not None:
@@ -193,6 +216,8 @@ class TorchEvents:
                         host((th, start, dur, MODULE, last, -1, -1, -1, -1, calls, -1))
                         bound = start + dur
                 fn = ex if tag == "PyCall" else None  # its callsite is read only if an op sits right below
+                if fn is not None and ran_on and (ev.start_time_ns, ev.start_tid) in ran_on:
+                    ran_on_fns.add(id(fn))
                 if children:
                     stack.extend((c, last, fn, bw, bound) for c in reversed(children))
                 continue
@@ -308,6 +333,59 @@ def casts_by_line(
         where = line_of(node)
         if where is not None:
             into[(where[0], where[1], cast[0], cast[1])] += 1
+
+
+def _callee(ev: Any, ex: Any, tag: str, mod: Any) -> Any:
+    """What a call calls, as far as telling one run of a line from the next needs: a module's class, a Python
+    function, a builtin's name (without the object it is bound to)."""
+    if mod is not None:
+        return mod.cls_name
+    try:
+        if tag == "PyCall":
+            site = ex.callsite
+            return (site.file_name, site.function_name)
+        return str(ev.name).split(" of ", 1)[0].split(" at 0x", 1)[0]
+    except (AttributeError, UnicodeDecodeError):
+        return None
+
+
+def _line_run(
+    runs: dict[int, tuple[int, set[Any]]],
+    ran_on: dict[tuple[int, str, str], tuple[int, set[Any]]],
+    caller: int,
+    where: tuple[int, str, str],
+    caller_ran_on: bool,
+    label: int,
+    callee: Any,
+) -> int:
+    """0 when a call from line ``label`` starts a new run of the line, -1 when it belongs to the run under way.
+
+    The profiler reports calls, not line runs: consecutive calls from one line of one calling frame are one run
+    of it (``self.drop(self.encoder(x))``) until a callee repeats (``for block in blocks: x = block(x)`` calls
+    the same class each time round) or another line of the frame runs between them. ``caller``: the calling
+    frame in this window; a frame that ran on from the last window (``caller_ran_on``) goes on with the run it
+    had there, found by ``where`` (thread, file, function) in ``ran_on``, which outlives the window."""
+    run = ran_on.get(where) if caller_ran_on else runs.get(caller)
+    if run is not None and run[0] == label and callee not in run[1]:
+        run[1].add(callee)
+        return -1
+    run = (label, {callee})
+    runs[caller] = ran_on[where] = run
+    return 0
+
+
+def _runs_torch(ev: Any) -> bool:
+    """Does a Python call run a torch op or a module somewhere inside it (the first one found ends the search)."""
+    stack = list(ev.children)
+    while stack:
+        c = stack.pop()
+        name = c.tag.name
+        if name == "TorchOp":
+            return True
+        if name == "PyCall" and c.extra_fields.module is not None:
+            return True
+        stack.extend(c.children)
+    return False
 
 
 def _shapes(inputs: Iterable[Any]) -> list[Any]:

@@ -108,6 +108,9 @@ class Frame:
             return f"~{self.name}{where} (estimated)"
         if k is FrameKind.SCOPE:
             return f"[{self.name}]"
+        if k is FrameKind.REGION and self.cls:  # a region named after what the user compiled (attribute.structure)
+            where = f" @ {self.file}:{self.line}" if self.file else ""
+            return f"<{self.cls}({self.name}){where}>" if self.name else f"<{self.cls}{where}>"
         if k is FrameKind.REGION:
             return f"<{self.name}: {self.ids}>" if self.ids else f"<{self.name}>"
         return self.name

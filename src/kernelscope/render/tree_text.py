@@ -9,7 +9,9 @@ so names with brackets print as they are.
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 
 from rich.console import Console
 from rich.text import Text
@@ -141,6 +143,14 @@ def render_tree(
             is_last[open_at[d]] = False
             del open_at[d:]
         open_at.append(i)
+    # sibling rows that would read the same (parts of one fused kernel on one line, from two modules) say
+    # what tells them apart: the module
+    shown_parent: list[int] = []
+    at_depth: dict[int, int] = {}
+    for i, node in enumerate(order):
+        at_depth[depths[i]] = node
+        shown_parent.append(at_depth.get(depths[i] - 1, -1))
+    same = Counter((shown_parent[i], p.frame_of(node).label()) for i, node in enumerate(order))
     last: list[bool] = [True]
     lines: list[Text] = [Text(cut_end(head, width), style="bold")]
     for i, node in enumerate(order):
@@ -148,6 +158,8 @@ def render_tree(
         del last[d:]
         last.append(is_last[i])
         frame = p.frame_of(node)
+        if frame.kind is FrameKind.PART and frame.module and same[(shown_parent[i], frame.label())] > 1:
+            frame = replace(frame, name=f"{frame.name} in {frame.module}")
         cells = "  ".join(f"{c:>{w}}" for c, w in zip(cell_text[i], widths, strict=True))
         guides = _guides(d, last, max_levels)
         more = tv.hidden.get(node)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ...attribute.compiled_regions import COMPILED
 from ...attribute.records import TORCH_REGION, region_name
 from ...model import FrameKind, Profile
 
@@ -42,7 +43,10 @@ def _region_ids(profile: Profile, node: int) -> tuple[int, int] | None:
     frame = profile.frame_of(node)
     if frame.kind is not FrameKind.REGION:
         return None
-    name, ids = (frame.name, frame.ids) if frame.ids else region_name(frame.name)  # (files before ids)
+    if frame.cls == COMPILED:  # named after the compiled callable (attribute.structure): Dynamo's ids kept
+        name, ids = TORCH_REGION, frame.ids
+    else:
+        name, ids = (frame.name, frame.ids) if frame.ids else region_name(frame.name)  # (files before ids)
     if name != TORCH_REGION:
         return None
     parts = ids.split("/")

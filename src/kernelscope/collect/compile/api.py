@@ -189,6 +189,27 @@ def set_recompile_reasons(api: Api, fn: Any) -> None:
     api.convert_frame.get_and_maybe_log_recompilation_reasons = fn
 
 
+# --- Dynamo's compilation callbacks ----------------------------------------------------------
+
+
+def add_start_callback(fn: Any) -> Any:
+    """Call ``fn(args)`` (``args.compile_id``) as Dynamo starts compiling a frame; returns what to remove."""
+    from torch._dynamo.callback import callback_handler
+
+    def started(args: Any) -> None:
+        fn(args)
+
+    callback_handler.register_start_callback(started)
+    return started
+
+
+def remove_start_callback(cb: Any) -> None:
+    from torch._dynamo.callback import callback_handler
+
+    with contextlib.suppress(ValueError):
+        callback_handler.remove_start_callback(cb)
+
+
 # --- compilation metrics ----------------------------------------------------------------------
 
 

@@ -44,6 +44,7 @@ from .diagnostics import (
 )
 from .provenance import FusedOrigin, GraphRecord, GraphTable, graph_record
 from .runtime import compiled_runtime
+from .sites import CompileSites, call_site
 
 
 @dataclass
@@ -62,6 +63,9 @@ class CompileCapture:
     _start_us: int = 0
     _table: GraphTable = field(init=False, repr=False)
     _metrics_snapshot: list[Any] | None = None
+    _sites: CompileSites = field(default_factory=CompileSites)
+    _calls: dict[str, tuple[str, int]] = field(default_factory=dict)  # compile id -> the line whose call compiled
+    _start_callback: Any = None
 
     def __post_init__(self) -> None:
         self._table = GraphTable(self.graphs)  # shares the list: ``graphs`` stays the record of compiles
@@ -98,6 +102,9 @@ class CompileCapture:
             self.warn("recompile reasons are unavailable in this torch version")
         if private.has_metrics_deque(api):
             s.metrics_deque = private.widen_metrics(api)
+        with contextlib.suppress(Exception):  # naming aids: never fail the run
+            self._sites.install(api.torch)
+            self._start_callback = private.add_start_callback(self._compile_started)
         self._start_us = time.time_ns() // 1000
         self._active = True
         return self
@@ -115,6 +122,17 @@ class CompileCapture:
             private.set_recompile_reasons(api, s.recompile_reasons)
         if s.metrics_deque is not None and api.dynamo_utils is not None:
             self._metrics_snapshot = private.restore_metrics(api, s.metrics_deque)
+        self._sites.remove()
+        if self._start_callback is not None:
+            private.remove_start_callback(self._start_callback)
+            self._start_callback = None
+
+    def _compile_started(self, args: Any) -> None:
+        """Dynamo starts compiling a frame: the user line whose call compiled it (on the stack now)."""
+        cid = getattr(args, "compile_id", None)
+        if cid is not None and str(cid) not in self._calls:
+            with contextlib.suppress(Exception):
+                self._calls[str(cid)] = call_site()
 
     def warn(self, message: str) -> None:
         if message not in self.warnings:
@@ -236,6 +254,8 @@ class CompileCapture:
             compiles=self._compiles(),
             graphs=self.graphs,
             runtime=self.runtime,
+            callables=list(self._sites.callables.values()),
+            calls=self._calls,
         )
 
     def _compiles(self) -> list[dict[str, Any]]:

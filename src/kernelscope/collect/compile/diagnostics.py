@@ -17,6 +17,7 @@ from typing import Any
 
 from ..userframes import display_path, is_user_file
 from .provenance import GraphRecord, original_function, parse_stack
+from .sites import CompiledCallable
 
 SCHEMA = 1
 
@@ -200,8 +201,13 @@ def diagnostics_doc(
     compiles: Sequence[dict[str, Any]],
     graphs: Sequence[GraphRecord],
     runtime: Mapping[str, float],
+    callables: Sequence[CompiledCallable] = (),
+    calls: Mapping[str, tuple[str, int]] | None = None,
 ) -> dict[str, Any]:
-    """JSON-able compile diagnostics for ``profile.metadata["compile"]``."""
+    """JSON-able compile diagnostics for ``profile.metadata["compile"]``. ``callables``: what the program passed
+    to ``torch.compile`` and where; ``calls``: per compile id, the user line whose call compiled."""
+    calls = calls or {}
+    compiles = [_with_sites(c, callables, calls) for c in compiles]
     out: dict[str, Any] = {
         "schema": SCHEMA,
         "provenance": provenance,
@@ -227,6 +233,10 @@ def diagnostics_doc(
             }
             for r in recompiles
         ],
+        "callables": [
+            {"name": c.name, "def_file": c.def_file, "def_line": c.def_line, "file": c.file, "line": c.line}
+            for c in callables
+        ],
         "compiles": list(compiles),
         "frames": _frames(compiles, graph_breaks),
         "graphs": [
@@ -246,6 +256,22 @@ def diagnostics_doc(
         out["runtime"] = dict(runtime)
     doc: dict[str, Any] = json.loads(json.dumps(out, default=str))
     return doc
+
+
+def _with_sites(
+    compile_: dict[str, Any], callables: Sequence[CompiledCallable], calls: Mapping[str, tuple[str, int]]
+) -> dict[str, Any]:
+    """A compile record with the user's lines: the call that compiled it, and the ``torch.compile`` of its
+    callable (when the compiled code is that callable's, not a function it calls)."""
+    out = dict(compile_)
+    call = calls.get(str(compile_.get("compile_id")))
+    if call is not None and call[0]:
+        out["call_file"], out["call_line"] = call
+    for c in callables:
+        if (c.def_file, c.def_line) == (compile_.get("file"), compile_.get("line")):
+            out["compiled"], out["compile_file"], out["compile_line"] = c.name, c.file, c.line
+            break
+    return out
 
 
 def _count_breaks(breaks: Sequence[GraphBreak]) -> list[dict[str, Any]]:
@@ -282,22 +308,30 @@ def _frames(compiles: Sequence[dict[str, Any]], breaks: Sequence[GraphBreak]) ->
     for c in compiles:
         if _is_own(c["file"]):
             continue  # kernelscope's module hook, which Dynamo compiles as a frame of its own
-        key = (c["file"], c["function"])
+        file, line = c["file"], c["line"]
+        if not is_user_file(file) and c.get("call_file"):
+            # torch's own code compiled on the program's behalf (a wrapper Dynamo traces into): the user's line
+            # is the call that compiled it
+            file, line = c["call_file"], c["call_line"]
+        key = (file, c["function"])
         entry = frames.setdefault(
             key,
             {
                 "function": c["function"],
-                "file": c["file"],
-                "line": c["line"],
+                "file": file,
+                "line": line,
                 "graphs": 0,
                 "compiles": 0,
                 "compile_time_s": 0.0,
             },
         )
         entry["compiles"] += 1
+        for k in ("compiled", "compile_file", "compile_line", "call_file", "call_line"):
+            if k in c and k not in entry:
+                entry[k] = c[k]
         if c["graph_ops"]:
             codes.setdefault(key, set()).add(c["code_name"])
-        if c["code_name"] == c["function"]:
+        if c["code_name"] == c["function"] and file == c["file"]:
             entry["line"] = c["line"]
         entry["compile_time_s"] = round(entry["compile_time_s"] + (c["compile_time_s"] or 0.0), 6)
     for key, entry in frames.items():

@@ -1,0 +1,163 @@
+"""attribute.structure: wrapper modules, region wrappers and pass-through frames folded; compiled regions named
+after what the user compiled; identical rows of the tree view tell themselves apart. Literal trees in, whole
+trees out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conftest import build
+from kernelscope.analysis.tree import TreeOptions, tree_view
+from kernelscope.attribute.structure import user_structure
+from kernelscope.model import Frame, Profile
+
+M = Frame.module_
+PY = Frame.python
+OP = Frame.op
+# a file of an installed library (transformers is installed in the dev environment; only its path matters)
+DEPRECATION = "transformers/utils/deprecation.py"
+MODELING = "transformers/models/gpt2/modeling_gpt2.py"
+
+
+def shape(p: Profile, node: int = 0) -> tuple[Any, ...]:
+    f = p.frame_of(node)
+    own = {k: float(v[node]) for k, v in p.metrics.items() if v[node]}
+    return (f.label(), own, [shape(p, c) for c in p.children[node]])
+
+
+def test_compiled_module_wrapper_folds_and_region_is_named_after_the_torch_compile() -> None:
+    line = PY("train.py", 22, "main")
+    wrapper, inner = M("OptimizedModule", "OptimizedModule"), M("_orig_mod", "MLP")
+    region = Frame.region("Torch-Compiled Region", "1/0")
+    meta = {
+        "compile": {
+            "callables": [
+                {"name": "MLP.forward", "def_file": "train.py", "def_line": 10, "file": "train.py", "line": 17}
+            ],
+            "compiles": [{"compile_id": "1/0", "file": "train.py", "line": 10}],
+        }
+    }
+    p = build(
+        [
+            ([line, wrapper], {"time_ns": 5.0, "count": 3.0}),  # the wrapper's own work (guards)
+            ([line, wrapper, inner], {"count": 3.0}),
+            ([line, wrapper, inner, region], {"count": 2.0}),
+            ([line, wrapper, inner, region, Frame.region("CompiledFunction"), M("_orig_mod.layers.0", "Linear"), OP("aten::addmm")], {"time_ns": 7.0, "count": 3.0}),
+        ],
+        meta,
+    )  # fmt: skip
+    assert shape(user_structure(p)) == (
+        "<root>", {}, [
+            ("train.py:22 main", {"time_ns": 5.0}, [  # the wrapper's time goes to the line that called it
+                ("MLP (MLP)", {"count": 3.0}, [
+                    ("<torch.compile(MLP.forward) @ train.py:17>", {"count": 2.0}, [
+                        # (the region's calls: the graph runs the module once per call)
+                        ("layers.0 (Linear)", {"count": 2.0}, [("aten::addmm", {"time_ns": 7.0, "count": 3.0}, [])]),
+                    ]),
+                ]),
+            ]),
+        ],
+    )  # fmt: skip
+
+
+def test_ddp_wrapper_and_its_scope_fold_and_paths_lose_module() -> None:
+    line = PY("job.py", 31, "main")
+    ddp = M("DistributedDataParallel", "DistributedDataParallel")
+    scope = Frame.scope("DistributedDataParallel.forward")
+    p = build(
+        [
+            ([line, ddp, scope, OP("c10d::broadcast_")], {"time_ns": 1.0, "count": 1.0}),
+            ([line, ddp, scope, M("module", "ToyModel"), M("module.net1", "Linear"), OP("aten::addmm")], {"time_ns": 2.0}),
+        ]
+    )  # fmt: skip
+    out = user_structure(p)
+    assert shape(out) == (
+        "<root>", {}, [
+            ("job.py:31 main", {}, [
+                ("c10d::broadcast_", {"time_ns": 1.0, "count": 1.0}, []),
+                ("ToyModel (ToyModel)", {}, [("net1 (Linear)", {}, [("aten::addmm", {"time_ns": 2.0}, [])])]),
+            ]),
+        ],
+    )  # fmt: skip
+
+
+def test_pass_through_library_frames_fold_into_the_call_they_wrap() -> None:
+    block = M("h.0", "GPT2Block")
+    wrapper = PY(DEPRECATION, 173, "wrapped_func")
+    p = build(
+        [
+            ([block, wrapper], {"count": 2.0}),
+            ([block, wrapper, PY(MODELING, 277, "forward"), M("h.0.attn", "GPT2Attention"), OP("aten::mm")], {"time_ns": 3.0}),
+            ([block, wrapper, PY(MODELING, 308, "forward"), M("h.0.mlp", "GPT2MLP"), OP("aten::mm")], {"time_ns": 4.0}),
+        ]
+    )  # fmt: skip
+    labels = [f.label() for f in user_structure(p).frames]
+    assert f"{DEPRECATION}:173 wrapped_func" not in labels
+    assert shape(user_structure(p))[2][0][0] == "h.0 (GPT2Block)"
+    assert [c[0] for c in shape(user_structure(p))[2][0][2]] == [f"{MODELING}:277 forward", f"{MODELING}:308 forward"]
+
+
+def test_a_real_call_is_not_a_pass_through() -> None:
+    # a library line that calls a helper among other lines of its function: the call site stays
+    model = M("transformer", "GPT2Model")
+    p = build(
+        [
+            ([model, PY(MODELING, 600, "forward"), PY("transformers/modeling_utils.py", 10, "mask")], {"time_ns": 1.0}),
+            ([model, PY(MODELING, 608, "forward"), M("h.0", "GPT2Block"), OP("aten::mm")], {"time_ns": 2.0}),
+            # the program's own files never fold, whatever their shape
+            ([PY("train.py", 5, "main"), PY("train.py", 9, "step"), OP("aten::add")], {"time_ns": 1.0}),
+        ]
+    )  # fmt: skip
+    assert user_structure(p).frames == p.frames
+
+
+def test_identical_rows_show_what_tells_them_apart() -> None:
+    evaluate = PY("main.py", 57, "evaluate")
+    p = build(
+        [
+            ([PY("main.py", 95, "<module>"), evaluate, OP("aten::mm")], {"time_ns": 12.0}),
+            ([PY("main.py", 99, "<module>"), evaluate, OP("aten::mm")], {"time_ns": 11.0}),
+        ]
+    )
+    tv = tree_view(p, TreeOptions(collapse=True))
+    top = [p.frame_of(n).label() for n, d in zip(tv.order, tv.depth, strict=True) if d == 1]
+    assert top == ["main.py:95 <module>", "main.py:99 <module>"]
+
+
+def test_imported_region_is_named_after_the_module_and_function_inside_it() -> None:
+    # a trace has no record of the torch.compile call: the name only, no line that would read as one
+    region = Frame.region("Torch-Compiled Region", "0/0")
+    p = build([([M("MLP_0", "MLP"), region, PY("model.py", 12, "forward"), OP("aten::addmm")], {"time_ns": 1.0})])
+    out = user_structure(p)
+    assert [f.label() for f in out.frames if f.kind.value == "region"] == ["<torch.compile(MLP.forward)>"]
+
+
+def test_nested_wrappers_ddp_of_a_compiled_model_and_fsdp_per_block() -> None:
+    line = PY("train.py", 3, "main")
+    ddp = M("DistributedDataParallel", "DistributedDataParallel")
+    opt = M("module", "OptimizedModule")
+    p = build(
+        [
+            (
+                [line, ddp, opt, M("module._orig_mod", "Net"), M("module._orig_mod.fc", "Linear"), OP("aten::mm")],
+                {"time_ns": 1.0},
+            )
+        ]
+    )
+    assert [f.label() for f in user_structure(p).frames[1:]] == [
+        "train.py:3 main",
+        "Net (Net)",
+        "fc (Linear)",
+        "aten::mm",
+    ]
+    fsdp = M("FullyShardedDataParallel", "FullyShardedDataParallel")
+    inner = M("_fsdp_wrapped_module", "GPT")
+    block = M("_fsdp_wrapped_module.h.0", "FullyShardedDataParallel")
+    p = build(
+        [
+            ([line, fsdp, inner, block, M("_fsdp_wrapped_module.h.0._fsdp_wrapped_module", "Block"),
+              M("_fsdp_wrapped_module.h.0._fsdp_wrapped_module.attn", "Attention"), OP("aten::mm")], {"time_ns": 1.0}),
+        ]
+    )  # fmt: skip
+    labels = [f.label() for f in user_structure(p).frames[1:]]
+    assert labels == ["train.py:3 main", "GPT (GPT)", "h.0 (Block)", "h.0.attn (Attention)", "aten::mm"]
