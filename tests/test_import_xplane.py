@@ -171,8 +171,8 @@ EXPECTED = (
                     "<jit(step)>",
                     {},
                     [
-                        ("copy", {}, [("copy.3", {"count": 1.0, "time_ns": 500.0}, [])]),
                         FUSION,
+                        ("[no source in HLO]", {}, [("copy", {}, [("copy.3", {"count": 1.0, "time_ns": 500.0}, [])])]),
                         ("train.py:20 step", {}, [DENSE]),
                     ],
                 )
@@ -216,7 +216,7 @@ def test_literal_xspace_becomes_the_expected_tree(literal_trace: str, monkeypatc
     # the fusion's ops come from step:20 → dense:12 and step:21: it sits under their common prefix
     assert labels["fusion.1"] == ["train.py:30 <module>", "<jit(step)>", "max", "fusion.1"]
     # the copy without metadata goes to the line that called the jitted function
-    assert labels["copy.3"] == ["train.py:30 <module>", "<jit(step)>", "copy", "copy.3"]
+    assert labels["copy.3"] == ["train.py:30 <module>", "<jit(step)>", "[no source in HLO]", "copy", "copy.3"]
     # CPU run: the XLA ops are the cpu device's timeline
     assert p.timeline is not None and len(p.timeline) == 5
     assert {t.device for t in p.timeline.tracks} == {"cpu"}

@@ -11,7 +11,8 @@ fusion's measured time.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,14 +77,26 @@ class HloModule:
 
     @property
     def context(self) -> tuple[SourceFrame, ...]:
-        """The stack every instruction with a source location shares: where the jitted function was called.
+        """Where the jitted function was called: the stack above the jitted function's own frame.
 
-        Instructions XLA added without metadata (copies, wrapped helpers) are placed here.
+        Instructions XLA added without metadata (copies, wrapped helpers, layout changes) are placed here.
+        Taken from the stacks that contain the function's frame (``apply_model`` for ``jit_apply_model``),
+        the most common prefix wins (a few instructions carry short stacks, e.g. a comparator traced
+        apart); without such a frame, the common prefix of all stacks.
         """
         if self._context is None:
-            stacks = {i.metadata.stack_frame_id for i, _c in self._by_name.values() if i.metadata.stack_frame_id}
-            frames = [self._frames.stack(fid) for fid in sorted(stacks)]
-            self._context = common_prefix(frames)
+            ids = {i.metadata.stack_frame_id for i, _c in self._by_name.values() if i.metadata.stack_frame_id}
+            frames = [self._frames.stack(fid) for fid in sorted(ids)]
+            function = self.name[4:] if self.name.startswith("jit_") else ""
+            prefixes: Counter[tuple[SourceFrame, ...]] = Counter()
+            for stack in frames:
+                cut = jit_frame_index(stack, function)
+                if cut is not None:
+                    prefixes[stack[:cut]] += 1
+            if prefixes:
+                self._context = max(prefixes.items(), key=lambda kv: (kv[1], len(kv[0])))[0]
+            else:
+                self._context = common_prefix(frames)
         return self._context
 
     def op(self, name: str) -> HloOp | None:
@@ -178,6 +191,15 @@ class _StackFrames:
         return result
 
 
+def jit_frame_index(stack: Sequence[SourceFrame], function: str) -> int | None:
+    """Index of the jitted function's own frame in a trace-time stack (outermost first); None if absent."""
+    if function:
+        for i, f in enumerate(stack):
+            if f.function == function or f.function.endswith("." + function):
+                return i
+    return None
+
+
 def _real(value: int) -> float:
     """A count as a float, clamped to [0, 1e300] (damaged shapes must not overflow or go negative)."""
     return float(min(max(value, 0), 10**300))
@@ -204,4 +226,4 @@ def _size(shape: Any) -> tuple[int, int]:
 
 _MISSING = object()
 
-__all__ = ["HloModule", "HloOp", "Origin", "SourceFrame"]
+__all__ = ["HloModule", "HloOp", "Origin", "SourceFrame", "jit_frame_index"]
