@@ -171,8 +171,8 @@ EXPECTED = (
                     "<jit(step)>",
                     {},
                     [
-                        FUSION,
                         ("[no source in HLO]", {}, [("copy", {}, [("copy.3", {"count": 1.0, "time_ns": 500.0}, [])])]),
+                        FUSION,
                         ("train.py:20 step", {}, [DENSE]),
                     ],
                 )
