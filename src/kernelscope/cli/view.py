@@ -264,9 +264,17 @@ def show(profile: Profile, args: argparse.Namespace) -> None:
 
 
 def _over_threshold(g: Grouped, metric: str, pct: float) -> Grouped:
-    """Rows at or over ``pct``% of the total of ``metric``; at 0%, rows where it is not zero."""
+    """Rows at or over ``pct``% of the total of ``metric``; at 0%, rows where it is not zero.
+
+    Judged by the first shown metric when ``metric`` is not shown (``-m count``); a view never hides every
+    row: when none passes, the first (largest) row stays.
+    """
+    if metric not in g.metrics and g.metrics:
+        metric = g.metrics[0]
     total = abs(g.total.get(metric, 0.0))
     keep = [r for r in g.rows if abs(r[1].get(metric, 0.0)) >= total * pct / 100.0 and (pct or r[1].get(metric))]
+    if not keep and g.rows:
+        keep = [g.rows[0]]
     return Grouped(g.by, g.metrics, tuple(keep), g.total, left_out=len(g.rows) - len(keep))
 
 
