@@ -70,6 +70,7 @@ class HloModule:
                 self._by_name[instr.name] = (instr, comp)
         self._ops: dict[str, HloOp | None] = {}
         self._context: tuple[SourceFrame, ...] | None = None
+        self._jit_frame_seen = False
         self._shape_cache: dict[int, dict[int, Any]] = {}
 
     def __len__(self) -> int:
@@ -93,11 +94,19 @@ class HloModule:
                 cut = jit_frame_index(stack, function)
                 if cut is not None:
                     prefixes[stack[:cut]] += 1
+            self._jit_frame_seen = bool(prefixes)
             if prefixes:
                 self._context = max(prefixes.items(), key=lambda kv: (kv[1], len(kv[0])))[0]
             else:
                 self._context = common_prefix(frames)
         return self._context
+
+    @property
+    def traced_function_on_stack(self) -> bool:
+        """Whether the jitted function's own frame is on its instructions' stacks (a function the program
+        wrote, as opposed to a library's eager op such as ``jit_add``)."""
+        _ = self.context
+        return self._jit_frame_seen
 
     def op(self, name: str) -> HloOp | None:
         hit = self._ops.get(name, _MISSING)
