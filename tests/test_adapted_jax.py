@@ -142,3 +142,35 @@ def test_jax_runs_state_coverage_and_overhead(profiles: dict[str, Profile]) -> N
         assert cov["overhead_seconds"] == pytest.approx(sum(cov["overhead_parts"].values()))
         assert cov["overhead_seconds"] > 0 and cov["run_seconds"] > cov["program_seconds"]
         assert profiles[name].metadata["wall_ns"] == int(cov["program_seconds"] * 1e9)
+
+
+@pytest.mark.slow
+def test_call_sites_sharing_one_executable_stay_apart(tmp_path: Path) -> None:
+    """Same shapes from the training loop and from evaluation: one executable, whose HLO names only the
+    first trace's caller; the live run's recorded calls put each execution under its own call line."""
+    sys.path.insert(0, str(REPO / "tests" / "fixtures"))
+    import jax_shared_step as prog
+
+    script = REPO / "tests" / "fixtures" / "jax_shared_step.py"
+    code = (
+        "import sys\n"
+        "from kernelscope.collect.jax_live import profile_script\n"
+        "p, outcome = profile_script(sys.argv[1], [])\n"
+        "p.save(sys.argv[2])\n"
+        "sys.exit(outcome.exit_code)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "JAX_PLATFORMS": "cpu"}
+    out = tmp_path / "shared.ksprof"
+    done = subprocess.run([sys.executable, "-c", code, str(script), str(out)], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    p = load(str(out))
+    assert not p.metadata.get("import_warnings")
+    count = p.exclusive("count")
+    calls: dict[int, float] = {}
+    for n in range(len(p)):
+        if p.frame_of(n).kind is FrameKind.KERNEL and any(f.name == "jit(step)" for f in p.path(n)):
+            above = [f for f in p.path(n) if f.kind is FrameKind.PYTHON and f.name in ("train", "evaluate")]
+            calls[above[-1].line] = calls.get(above[-1].line, 0.0) + float(count[n])
+    kernels_per_call = calls[prog.EVAL_LINE]
+    assert kernels_per_call >= 1
+    assert calls == {prog.TRAIN_LINE: 6 * kernels_per_call, prog.EVAL_LINE: kernels_per_call}

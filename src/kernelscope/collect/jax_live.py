@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from ..errors import BadInputError
 from ..model import Profile, ProfileBuilder
+from .jax_calls import CallSites
 
 T = TypeVar("T")
 
@@ -61,6 +62,7 @@ class JaxSession:
         self._start_cost = 0.0  # seconds in jax.profiler.start_trace
         self._program_from = 0.0  # when the program's own time began (after start_trace returned)
         self.argv: list[str] = []
+        self.calls = CallSites()
 
     def start(self) -> None:
         try:
@@ -73,6 +75,7 @@ class JaxSession:
         self._dir = tempfile.mkdtemp(prefix="kernelscope-jax-")
         self._started_ns = time.time_ns()
         began = self._clock()
+        self.calls.install(jax)
         jax.profiler.start_trace(self._dir, profiler_options=options)
         self._program_from = self._clock()
         self._start_cost = self._program_from - began
@@ -86,6 +89,7 @@ class JaxSession:
             raise RuntimeError("JaxSession.stop() without start()")
         folder, self._dir = self._dir, None
         program_end = self._clock()
+        self.calls.remove()
         try:
             stop_trace: Any = jax.profiler.stop_trace  # untyped in jax
             stop_trace()
@@ -94,7 +98,7 @@ class JaxSession:
             if files and self.keep_xplane:
                 shutil.copyfile(files[-1], self.keep_xplane)
             try:
-                profile = load_xplane(files[-1]) if files else None
+                profile = load_xplane(files[-1], self.calls.calls) if files else None
             except BadInputError as exc:  # nothing ran: an empty profile that says so
                 profile = None
                 reason = str(exc).split(": ", 1)[-1]

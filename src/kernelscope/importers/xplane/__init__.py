@@ -7,12 +7,16 @@ metadata plane (name stacks and stack frames), ``place`` and ``build`` write the
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ...errors import BadInputError
 from ...model import Profile
 from ...model.devices import from_record
 from ..registry import Importer, register
+
+if TYPE_CHECKING:
+    from .callsites import Stack
 
 __all__ = ["load_xplane", "sniff_xplane"]
 
@@ -34,8 +38,9 @@ def _protobuf() -> tuple[Any, Any, Any]:
     return XSpace, HloProto, DecodeError
 
 
-def load_xplane(path: str) -> Profile:
-    """Import one XPlane. Bad input raises BadInputError (one line)."""
+def load_xplane(path: str, call_sites: Mapping[str, Sequence[Stack]] | None = None) -> Profile:
+    """Import one XPlane. Bad input raises BadInputError (one line). ``call_sites``: a live run's recorded
+    callers of each jitted function (``collect.jax_calls``), which tell apart call sites sharing an executable."""
     XSpace, HloProto, DecodeError = _protobuf()
     from .build import build_profile
     from .hlo import HloModule
@@ -83,7 +88,7 @@ def load_xplane(path: str) -> Profile:
         "jit_executables": jit_executables(modules, {ev.program_id for ev in records.ops}),
         **records.metadata,
     }
-    return build_profile(records, modules, metadata)
+    return build_profile(records, modules, metadata, call_sites)
 
 
 def jit_executables(modules: dict[int, Any], ran: set[int]) -> list[dict[str, Any]]:

@@ -9,36 +9,56 @@ is ``time_ns``, and their rows form the ``cpu`` device's timeline.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...model import Frame, Profile, ProfileBuilder, TimelineBuilder
 from ...model.profile import prune_empty
 from ...model.timeline import LINKED, Category
+from .callsites import Stack, sites_of_runs
 from .hlo import HloModule
 from .place import Placement, Placer, place
 from .reader import OpEvent, XSpaceRecords
 
 
-def build_profile(records: XSpaceRecords, modules: dict[int, HloModule], metadata: dict[str, Any]) -> Profile:
+def build_profile(
+    records: XSpaceRecords,
+    modules: dict[int, HloModule],
+    metadata: dict[str, Any],
+    call_sites: Mapping[str, Sequence[Stack]] | None = None,
+) -> Profile:
+    """``call_sites``: a live run's recorded callers of each jitted function (``collect.jax_calls``)."""
     builder = ProfileBuilder()
     placer = Placer(builder)
     timeline = TimelineBuilder()
     warnings: Counter[str] = Counter(records.warnings)
     on_device = records.has_device_events
-    placements: dict[tuple[int, str, str, str, str, int], Placement] = {}
-    kernel_nodes: dict[tuple[int, str, str, str, str, int], int] = {}
+    placements: dict[tuple[int, str, str, str, str, int, int], Placement] = {}
+    kernel_nodes: dict[tuple[int, str, str, str, str, int, int], int] = {}
+    site_of_run = sites_of_runs(records.ops, modules, call_sites, warnings) if call_sites else {}
+    site_ids: dict[tuple[Frame, ...], int] = {}
     kernel_of_corr: dict[int, int] = {}
     tracks: dict[tuple[str, str], int] = {}
 
+    def site_id(ev: OpEvent) -> tuple[int, tuple[Frame, ...] | None]:
+        site = site_of_run.get((ev.program_id, ev.run_id)) if site_of_run and ev.run_id is not None else None
+        if site is None:
+            return -1, None
+        return site_ids.setdefault(site, len(site_ids)), site
+
+    def kernel_key(ev: OpEvent, kernel: Frame, site: int) -> tuple[int, str, str, str, str, int, int]:
+        return (ev.program_id, ev.module, ev.hlo_op, kernel.name, kernel.device, kernel.stream, site)
+
     def placement_of(ev: OpEvent, kernel: Frame) -> Placement:
-        key = (ev.program_id, ev.module, ev.hlo_op, kernel.name, kernel.device, kernel.stream)
+        site, caller = site_id(ev)
+        key = kernel_key(ev, kernel, site)
         hit = placements.get(key)
         if hit is None:
             module = modules.get(ev.program_id)
             op = module.op(ev.hlo_op) if module is not None and ev.hlo_op else None
             if ev.hlo_op and op is None:
                 warnings["XLA op events whose instruction is not in the metadata plane's HLO"] += 1
-            hit = placements[key] = place(op, kernel, module, ev.module or (module.name if module else ""))
+            hit = placements[key] = place(op, kernel, module, ev.module or (module.name if module else ""), caller)
         return hit
 
     for ev in records.ops:
@@ -55,7 +75,7 @@ def build_profile(records: XSpaceRecords, modules: dict[int, HloModule], metadat
             stream = kernel.stream
         else:
             kernel = Frame.kernel(ev.hlo_op or ev.name, ev.device)
-        key = (ev.program_id, ev.module, ev.hlo_op, kernel.name, kernel.device, kernel.stream)
+        key = kernel_key(ev, kernel, site_id(ev)[0])
         node = kernel_nodes.get(key, -1)
         if node < 0:
             node = kernel_nodes[key] = placer.kernel_node(placement_of(ev, kernel))

@@ -65,12 +65,20 @@ NO_SOURCE = "no source in HLO"  # the scope over instructions XLA added without 
 _AUTO_NAMED = re.compile(r"^(?P<cls>[A-Z][A-Za-z0-9]*)_\d+$")
 
 
-def place(op: HloOp | None, kernel: Frame, module: HloModule | None, module_name: str) -> Placement:
+def place(
+    op: HloOp | None,
+    kernel: Frame,
+    module: HloModule | None,
+    module_name: str,
+    caller: tuple[Frame, ...] | None = None,
+) -> Placement:
+    """``caller``: the user frames of the call that ran this execution, when a live run recorded it; they
+    replace the first trace's frames above the jitted function (the executable may be shared by call sites)."""
     origins = _origins(op)
     if op is None or not origins:
         # No source information of its own (a copy or layout change XLA added): under the line that called
         # the jitted function, in a scope that says why.
-        stack = user_frames(module.context) if module is not None else ()
+        stack = caller if caller is not None else user_frames(module.context) if module is not None else ()
         region_name = region_of_module(module_name)
         cut = _jit_frame(stack, region_name[4:-1] if region_name.startswith("jit(") else "")
         outer = [*stack[:cut], Frame.region(region_name)] if module_name else list(stack[:cut])
@@ -83,10 +91,13 @@ def place(op: HloOp | None, kernel: Frame, module: HloModule | None, module_name
     parts = _parts(origins)
     stack = stacks[0] if all(s == stacks[0] for s in stacks) else common_prefix(stacks)
     region_name = primary.names.region or region_of_module(module_name)
-    cut = _jit_frame(stack, primary.names.function)
+    # the jitted function's frame: where the region starts (the common prefix may end above it, when the
+    # fused ops' lines differ inside the function; then all of the prefix is above the region)
+    cut = min(len(stack), *(_jit_frame(s, primary.names.function) for s in stacks))
     scopes = common_prefix([o.names.scopes for o in origins]) if len(origins) > 1 else primary.names.scopes
     classes = set().union(*(_classes(o.stack) for o in origins))
-    path: list[Frame] = [*stack[:cut], Frame.region(region_name), *with_scopes(stack[cut:], scopes, classes)]
+    above = caller if caller is not None else stack[:cut]
+    path: list[Frame] = [*above, Frame.region(region_name), *with_scopes(stack[cut:], scopes, classes)]
     if any(o.names.backward for o in origins):
         path.append(Frame.backward())
     path.append(Frame.op(primary.names.primitive or op.opcode))
