@@ -44,6 +44,7 @@ class Origin:
     stack: tuple[SourceFrame, ...]  # trace-time Python stack, outermost first
     flops: float
     bytes: float
+    dtypes: tuple[str, str] | None = None  # a convert's (from, to) element types ("f32", "bf16")
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,12 +159,16 @@ class HloModule:
             lhs = shapes[instr.operand_ids[0]].dimensions
             contracted = [lhs[d] for d in instr.dot_dimension_numbers.lhs_contracting_dimensions if 0 <= d < len(lhs)]
             flops = _real(2 * out_elems * math.prod(contracted))  # 2·M·N·K
+        dtypes = None
+        if instr.opcode == "convert" and instr.operand_ids and instr.operand_ids[0] in shapes:
+            dtypes = (dtype_name(shapes[instr.operand_ids[0]].element_type), dtype_name(instr.shape.element_type))
         return Origin(
             names=parse(op_name),
             opcode=instr.opcode,
             stack=self._frames.stack(instr.metadata.stack_frame_id),
             flops=flops,
             bytes=_real(out_bytes + in_bytes),
+            dtypes=dtypes,
         )
 
 
@@ -198,6 +203,15 @@ class _StackFrames:
         out.reverse()
         result = self._cache[frame_id] = tuple(out)
         return result
+
+
+# xla.PrimitiveType numbers (xla_data.proto) -> names as JAX prints them
+_DTYPE_NAMES = {1: "pred", 2: "s8", 3: "s16", 4: "s32", 5: "s64", 6: "u8", 7: "u16", 8: "u32", 9: "u64",
+                10: "f16", 11: "f32", 12: "f64", 15: "c64", 16: "bf16", 18: "c128"}  # fmt: skip
+
+
+def dtype_name(element_type: int) -> str:
+    return _DTYPE_NAMES.get(int(element_type), f"type{int(element_type)}")
 
 
 def jit_frame_index(stack: Sequence[SourceFrame], function: str) -> int | None:
@@ -235,4 +249,4 @@ def _size(shape: Any) -> tuple[int, int]:
 
 _MISSING = object()
 
-__all__ = ["HloModule", "HloOp", "Origin", "SourceFrame", "jit_frame_index"]
+__all__ = ["HloModule", "HloOp", "Origin", "SourceFrame", "dtype_name", "jit_frame_index"]
