@@ -1,5 +1,5 @@
 """The advisor on a live JAX profile: the problems planted in tests/fixtures/planted_jax.py are found at their
-lines (a jitted function recompiled per batch size, dtype round trips inside and outside jit)."""
+lines (a jitted function recompiled per batch size, dtype round trips inside and outside jit, an eager chain)."""
 
 from __future__ import annotations
 
@@ -44,3 +44,6 @@ def test_planted_jax_problems_are_found_at_their_lines(tmp_path: Path) -> None:
     assert "f16" in trips[planted_jax.EAGER_ROUND_TRIP_LINE]["title"]  # two eager conversion executables
     for trip in trips.values():
         assert trip["occurrences"] == 40 and trip["estimated_saving_ms"] > 0  # 20 calls, two conversions each
+    eager = [f for f in found if f["rule"] == "eager_ops"]
+    assert [f["line"] for f in eager] == [planted_jax.EAGER_CHAIN_LINE]
+    assert eager[0]["occurrences"] == 20 and "multiply×2" in eager[0]["evidence"] and "tanh×1" in eager[0]["evidence"]
