@@ -80,6 +80,7 @@ class _Recorded:
     def __init__(self, fn: Any, name: str, sites: CallSites, tracer: type) -> None:
         self.__dict__["_ks"] = (fn, name, sites, tracer)
         functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+        self.__wrapped__ = getattr(fn, "__wrapped__", fn)  # the program's function, as JAX's object gives it
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         fn, name, sites, tracer = self.__dict__["_ks"]
