@@ -82,6 +82,12 @@ def test_views_say_interpreter_time_and_show_documented_metrics(
     assert "matmul_kernel" in table and "524k" in table and "under the threshold" not in table
     assert main(["view", str(out), "--by", "kernel", "-m", "count"]) == 0
     assert "softmax_kernel" in capsys.readouterr().out
+    # by line, with no time column: every launch line with bytes is a row (none is "under the threshold")
+    assert main(["view", str(out), "--by", "line", "-m", "count,flops,bytes"]) == 0
+    by_line = capsys.readouterr().out
+    assert "under the threshold" not in by_line
+    for name in ("ADD_LAUNCH", "ADD_LAUNCH_DIRECT", "SOFTMAX_LAUNCH", "MATMUL_LAUNCH"):
+        assert f"{SCRIPT.name}:{marked(name)}" in by_line, name
     # a filter that leaves one row: the row is shown whatever the metric
     assert main(["view", str(out), "--by", "kernel", "-m", "count", "--include", "softmax"]) == 0
     only = capsys.readouterr().out
