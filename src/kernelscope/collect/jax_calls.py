@@ -32,6 +32,7 @@ class CallSites:
     def __init__(self) -> None:
         self.calls: dict[str, list[Stack]] = defaultdict(list)
         self._user: dict[str, bool] = {}
+        self._stacks: dict[Stack, Stack] = {}  # one object per distinct stack: a long loop holds references only
         self._undo: Callable[[], None] | None = None
 
     def install(self, jax: Any) -> None:
@@ -71,7 +72,8 @@ class CallSites:
                 frames.append((code.co_filename, f.f_lineno, getattr(code, "co_qualname", code.co_name)))
             f = f.f_back  # type: ignore[assignment]
         frames.reverse()
-        self.calls[name].append(tuple(frames))
+        stack = tuple(frames)
+        self.calls[name].append(self._stacks.setdefault(stack, stack))
 
 
 class _Recorded:
