@@ -7,7 +7,7 @@ a jitted function *the program defined* (its code is a user file) notes the user
 library functions and functions jitted before recording began are left untouched. The wrapper forwards
 everything to JAX's own jitted object (attributes, ``lower``, method binding) and changes nothing it computes;
 a call made while tracing another function (its arguments are tracers) executes nothing and is not counted.
-Cost: one frame walk per call (about 10 µs on this 2-core VM, benchmarks in docs/jax.md's notes).
+Cost: one frame walk per call (``benchmarks/bench_jax_calls.py``; figures in benchmarks/README-jax.md).
 The XPlane import then pairs the k-th recorded call of a function with its k-th execution (see
 ``importers.xplane.callsites``).
 """
