@@ -4,7 +4,8 @@ A live JAX run records, per jitted function of the program, the user stack of ev
 (``collect.jax_calls``). On XLA:CPU every op event carries the ``run_id`` of its execution; the executions
 of a function's executables, ordered by their first op, pair in order with its recorded calls. When the
 counts differ (a call failed before running, a function was also called inside another's trace) the
-function keeps the call line of its first trace, and the import says so.
+function keeps the call line of its first trace, and the import says so (also where executions carry no
+``run_id``, as GPU device events in the traces seen here do not).
 """
 
 from __future__ import annotations
@@ -28,8 +29,12 @@ def sites_of_runs(
 ) -> dict[tuple[int, int], tuple[Frame, ...]]:
     """(program id, run id) -> the user frames of the call that ran it, outermost first."""
     first: dict[tuple[int, int], int] = {}
+    unpaired: set[int] = set()  # programs that ran without run ids (GPU device events carry none here)
     for ev in ops:
-        if ev.run_id is None or ev.program_id < 0:
+        if ev.program_id < 0:
+            continue
+        if ev.run_id is None:
+            unpaired.add(ev.program_id)
             continue
         key = (ev.program_id, ev.run_id)
         start = first.get(key)
@@ -40,6 +45,13 @@ def sites_of_runs(
         module = modules.get(pid)
         if module is not None and module.name.startswith("jit_"):
             by_function[module.name[4:]].append((start, pid, run))
+    for pid in sorted(unpaired):
+        module = modules.get(pid)
+        if module is not None and module.name.startswith("jit_") and calls.get(module.name[4:]):
+            warnings[
+                f"jit({module.name[4:]}): its executions carry no run ids in this XPlane, so its calls cannot be "
+                "paired with them; its time stays at the call line of its first trace"
+            ] += 1
     frames: dict[Stack, tuple[Frame, ...]] = {}
     out: dict[tuple[int, int], tuple[Frame, ...]] = {}
     for function, runs in by_function.items():
