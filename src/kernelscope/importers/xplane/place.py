@@ -2,14 +2,18 @@
 
 An executed instruction goes to
 
-    outer user lines → <jit(fn)> → inner user lines → [backward] → op (primitive) → kernel [→ parts]
+    outer user lines → <jit(fn)> → inner user lines, modules and scopes → [backward] → op (primitive) → kernel
+    [→ parts]
 
 where the lines are the instruction's trace-time Python stack (user frames only, ``collect.userframes``)
-split at the jitted function's own frame, ``[backward]`` marks work under ``transpose(...)`` (JAX gives the
+split at the jitted function's own frame (the outer lines are the live run's recorded caller when there is
+one), modules and scopes come from the ``op_name`` name stack (Flax ``CNN/Conv_0``, ``jax.named_scope``),
+``[backward]`` marks work under ``transpose(...)`` (JAX gives the
 transposed op the forward op's source line, so a line's cost includes its gradients), and the kernel is the
 device kernel (GPU) or the HLO instruction (CPU). A fusion whose ops come from several ops or lines sits
 under the common prefix of their lines, with one ``part`` per original op and line carrying an estimated
-share of its measured time (by bytes and FLOPs) that sums exactly to the measured time.
+share of its measured time (by bytes and FLOPs) that sums exactly to the measured time. An instruction
+without metadata goes under the line that called the jitted function, in a ``[no source in HLO]`` scope.
 """
 
 from __future__ import annotations
