@@ -6,9 +6,11 @@ as frames, call sites kept apart, fused parts on their own lines, coverage and o
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -148,10 +150,11 @@ def test_jax_runs_state_coverage_and_overhead(profiles: dict[str, Profile]) -> N
 def test_call_sites_sharing_one_executable_stay_apart(tmp_path: Path) -> None:
     """Same shapes from the training loop and from evaluation: one executable, whose HLO names only the
     first trace's caller; the live run's recorded calls put each execution under its own call line."""
-    sys.path.insert(0, str(REPO / "tests" / "fixtures"))
-    import jax_shared_step as prog
-
     script = REPO / "tests" / "fixtures" / "jax_shared_step.py"
+    text = script.read_text()  # (not imported: that would import jax into the pytest process)
+    prog = SimpleNamespace(
+        **{k: int(re.search(rf"^{k} = (\d+)$", text, re.M).group(1)) for k in ("TRAIN_LINE", "EVAL_LINE")}
+    )  # type: ignore[union-attr]
     code = (
         "import sys\n"
         "from kernelscope.collect.jax_live import profile_script\n"
