@@ -171,7 +171,7 @@ EXPECTED = (
                     "<jit(step)>",
                     {},
                     [
-                        ("copy", {}, [("copy.3", {"count": 1.0, "time_ns": 500.0}, [])]),
+                        ("[no source in HLO]", {}, [("copy", {}, [("copy.3", {"count": 1.0, "time_ns": 500.0}, [])])]),
                         FUSION,
                         ("train.py:20 step", {}, [DENSE]),
                     ],
@@ -216,7 +216,7 @@ def test_literal_xspace_becomes_the_expected_tree(literal_trace: str, monkeypatc
     # the fusion's ops come from step:20 → dense:12 and step:21: it sits under their common prefix
     assert labels["fusion.1"] == ["train.py:30 <module>", "<jit(step)>", "max", "fusion.1"]
     # the copy without metadata goes to the line that called the jitted function
-    assert labels["copy.3"] == ["train.py:30 <module>", "<jit(step)>", "copy", "copy.3"]
+    assert labels["copy.3"] == ["train.py:30 <module>", "<jit(step)>", "[no source in HLO]", "copy", "copy.3"]
     # CPU run: the XLA ops are the cpu device's timeline
     assert p.timeline is not None and len(p.timeline) == 5
     assert {t.device for t in p.timeline.tracks} == {"cpu"}
@@ -421,3 +421,37 @@ def test_fuzz_byte_flips_and_truncation(flips: list[tuple[float, int]], cut: flo
     for where, value in flips:
         data[int(where * (len(data) - 1))] = value
     _import_or_bad_input(bytes(data[: max(int(cut * len(data)), 1)]), tmp_path)
+
+
+# --- run-time call sites (a live run's recorded callers) ---------------------------------------------
+
+
+def test_recorded_callers_split_one_executable_by_call_site(
+    literal_trace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from collections import Counter
+
+    from kernelscope.importers.xplane.callsites import sites_of_runs
+    from kernelscope.importers.xplane.hlo import HloModule
+    from kernelscope.importers.xplane.reader import OpEvent
+    from kernelscope.model.timeline import Category
+
+    monkeypatch.chdir(Path(literal_trace).parent)
+    h = HloProto()
+    h.ParseFromString(_hlo(7, "train.py"))
+    modules = {7: HloModule(h.hlo_module)}
+
+    def ev(run: int | None, start: int) -> OpEvent:
+        return OpEvent("dot.1", "jit_step", 7, "dot.1", "cpu", "t", False, start, 10, 10, Category.OP, -1, True, run)
+
+    train, evaluate = (("train.py", 40, "<module>"),), (("train.py", 50, "<module>"),)
+    warnings: Counter[str] = Counter()
+    # given three executions (run ids out of order in the file) and three recorded calls
+    got = sites_of_runs([ev(-5, 300), ev(-7, 100), ev(-6, 200)], modules, {"step": [train, train, evaluate]}, warnings)
+    # then the executions pair with the calls in time order
+    assert {run: frames[-1].line for (_pid, run), frames in got.items()} == {-7: 40, -6: 40, -5: 50}
+    assert not warnings
+    # a count that does not match, or executions without run ids, leave the first trace's line, said once
+    assert sites_of_runs([ev(-7, 100)], modules, {"step": [train, evaluate]}, warnings) == {}
+    assert sites_of_runs([ev(None, 100)], modules, {"step": [train]}, warnings) == {}
+    assert len(warnings) == 2

@@ -141,7 +141,7 @@ def test_json_schema(run: InspectRun) -> None:
     doc = to_json(run.report)
     assert doc["schema"] == 1
     assert set(doc) == {"schema", "launches", "lines", "problems", "write_maps"}
-    assert all(set(la) == {"kernel", "grid", "file", "line", "programs"} for la in doc["launches"])
+    assert all(set(la) == {"kernel", "grid", "file", "line", "programs", "called_from"} for la in doc["launches"])
     base = {"kernel", "file", "line", "op", "bytes", "elements", "masked_fraction"}
     assert all(set(row) == base | ({"dot_shapes", "flops"} if row["op"] == "dot" else set()) for row in doc["lines"])
     assert all(set(p) == {"kind", "kernel", "file", "line", "program_id", "arg", "detail"} for p in doc["problems"])

@@ -154,6 +154,8 @@ COMPLETE_SHARE = 0.9
 
 
 def time_meaning(profile: Profile) -> str:
+    if profile.metadata.get("time_source") == "triton-interpreter":
+        return "Triton interpreter wall time per launch (kernels ran on the CPU; not GPU time)"
     if profile.metadata.get("device_run") is False:
         return "CPU op self time (no GPU in this run)"
     has_kernels = any(f.kind is FrameKind.KERNEL and f.device != "cpu" for f in profile.frames)

@@ -264,9 +264,23 @@ def show(profile: Profile, args: argparse.Namespace) -> None:
 
 
 def _over_threshold(g: Grouped, metric: str, pct: float) -> Grouped:
-    """Rows at or over ``pct``% of the total of ``metric``; at 0%, rows where it is not zero."""
+    """Rows at or over ``pct``% of the total of ``metric``; at 0%, rows where it is not zero.
+
+    Judged by the first shown metric with a total when ``metric`` is not shown (``-m count``; at 0%, a row
+    with any shown metric stays); a view never hides every row: when none passes, the first row stays.
+    """
+    shown = metric in g.metrics or not g.metrics
+    if not shown:  # judged by the first shown metric that has a total; at 0%, any shown metric counts
+        metric = next((m for m in g.metrics if g.total.get(m)), g.metrics[0])
     total = abs(g.total.get(metric, 0.0))
-    keep = [r for r in g.rows if abs(r[1].get(metric, 0.0)) >= total * pct / 100.0 and (pct or r[1].get(metric))]
+    keep = [
+        r
+        for r in g.rows
+        if abs(r[1].get(metric, 0.0)) >= total * pct / 100.0
+        and (pct or r[1].get(metric) or (not shown and any(r[1].get(m) for m in g.metrics)))
+    ]
+    if not keep and g.rows:
+        keep = [g.rows[0]]
     return Grouped(g.by, g.metrics, tuple(keep), g.total, left_out=len(g.rows) - len(keep))
 
 

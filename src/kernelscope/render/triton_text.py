@@ -30,6 +30,8 @@ def render_triton(console: Console, report: InspectReport) -> None:
     launches = _table("programs", "grid", "kernel", "launched at", right=2)
     for la in report.launches:
         where = f"{la.file}:{la.line}" if la.file else "(no user line)"
+        if la.callers:  # the same launch line reached from different places
+            where += "".join(f" ← {f}:{n}" if f != la.file else f" ← :{n}" for f, n in la.callers)
         launches.add_row(str(la.programs), "×".join(map(str, la.grid)), Text(la.kernel), Text(where))
     console.print(Text("Launches", style="bold"))
     console.print(launches)

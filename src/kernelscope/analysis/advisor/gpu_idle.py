@@ -15,6 +15,12 @@ from .data_loading import loader_ns
 TOP_GAPS = 200  # the longest gaps whose lines name the place
 
 
+def _is_cpu(device: str) -> bool:
+    """``cpu``, ``cpu:0``, ``rank3/cpu``: a host timeline (an XLA:CPU run's ops), where idle is the program's
+    Python time, not an idle accelerator."""
+    return device.rpartition("/")[2].split(":")[0] == "cpu"
+
+
 @rule(
     "gpu_idle",
     "the GPU was idle for a large share of the measured span",
@@ -25,7 +31,11 @@ TOP_GAPS = 200  # the longest gaps whose lines name the place
     applies=WITH_TIMELINE,
 )
 def gpu_idle(profile: Profile, t: Thresholds) -> list[Finding]:
-    devices = [d for d in breakdown(profile).devices if d.total_ns >= t["min_span_ms"] * 1e6]
+    devices = [
+        d
+        for d in breakdown(profile).devices
+        if d.total_ns >= t["min_span_ms"] * 1e6 and not _is_cpu(d.device)  # XLA:CPU's ops: the host, not a GPU
+    ]
     if not devices:
         return []
     gaps = idle_gaps(profile, top=TOP_GAPS)

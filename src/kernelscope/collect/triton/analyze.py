@@ -95,6 +95,21 @@ def line_stats(launches: list[Launch], accesses: list[Access]) -> list[LineStat]
     ]
 
 
+def launch_totals(launches: list[Launch], accesses: list[Access]) -> list[tuple[int, int]]:
+    """(bytes, flops) per launch, by launch index: the bytes its loads, stores and atomics moved (lanes
+    their masks let through) and 2·M·N·K per ``tl.dot`` executed — the line totals, summed per launch."""
+    out = [[0, 0] for _ in launches]
+    for a in accesses:
+        if not 0 <= a.launch < len(out):
+            continue
+        if a.dot_shape is not None:
+            m, n, k = a.dot_shape
+            out[a.launch][1] += 2 * m * n * k
+        else:
+            out[a.launch][0] += a.active * a.itemsize
+    return [(b, f) for b, f in out]
+
+
 def out_of_bounds(launches: list[Launch], accesses: list[Access]) -> list[Problem]:
     groups: dict[tuple[int, str, int, str | None, str], list[Access]] = {}
     for a in accesses:

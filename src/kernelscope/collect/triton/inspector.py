@@ -12,6 +12,7 @@ from typing import Any
 from ... import __version__
 from ...model import Profile, ProfileBuilder
 from ..runner import Outcome, run_program
+from .analyze import launch_totals
 from .compat import interpreter_module, triton_module
 from .intercept import Inspector
 from .launches import LaunchRecorder
@@ -47,6 +48,13 @@ def inspect_script(target: str, args: list[str], *, write_maps: bool = False) ->
         else:
             os.environ["TRITON_INTERPRET"] = previous
     report = build_report(inspector.launches, inspector.accesses, with_write_maps=write_maps)
+    warnings = list(launches.warnings)
+    totals = launch_totals(inspector.launches, inspector.accesses)
+    if not launches.add_measured(totals):
+        warnings.append(
+            f"the inspector saw {len(totals)} launch(es) and the launch recorder a different number: "
+            "the profile has no inspector flops/bytes"
+        )
     builder = ProfileBuilder()
     launches.graft(builder)
     builder.ensure_metric("count")
@@ -60,6 +68,9 @@ def inspect_script(target: str, args: list[str], *, write_maps: bool = False) ->
         "python": platform.python_version(),
         "frameworks": {"triton": triton.__version__},
         "exit_code": outcome.exit_code,
-        "warnings": list(launches.warnings),
+        "warnings": warnings,
+        "device_run": False,
+        "time_source": "triton-interpreter",  # time_ns: the interpreter's wall time per launch, on the CPU
+        "wall_ns": int(seconds * 1e9),
     }
     return InspectRun(outcome, report, builder.build(metadata), seconds)

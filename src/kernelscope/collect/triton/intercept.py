@@ -48,12 +48,16 @@ _PROPAGATE = (
 _KS_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+MAX_CALLERS = 2  # user lines kept above a launch line
+
+
 @dataclass
 class _LaunchState:
     kernel: str
     kernel_file: str
     file: str
     line: int
+    callers: tuple[tuple[str, int], ...] = ()
     grid: Program = (1, 1, 1)
     args: list[ArgInfo] = field(default_factory=list)
     by_id: dict[int, str] = field(default_factory=dict)
@@ -121,8 +125,11 @@ class Inspector:
     def _wrap_call(self, orig: Callable[..., Any]) -> Callable[..., Any]:
         def call(executor: Any, *args: Any, **kwargs: Any) -> Any:
             fn = executor.fn
-            file, line = self._launch_line()
-            outer, self._state = self._state, _LaunchState(fn.__name__, fn.__code__.co_filename, file, line)
+            (file, line), *callers = self._launch_lines()
+            outer, self._state = (
+                self._state,
+                _LaunchState(fn.__name__, fn.__code__.co_filename, file, line, tuple(callers)),
+            )
             try:
                 if self._helpers is None:
                     return orig(executor, *args, **kwargs)
@@ -131,7 +138,16 @@ class Inspector:
             finally:
                 st, self._state = self._state, outer
                 self.launches.append(
-                    Launch(len(self.launches), st.kernel, st.kernel_file, st.file, st.line, st.grid, tuple(st.args))
+                    Launch(
+                        len(self.launches),
+                        st.kernel,
+                        st.kernel_file,
+                        st.file,
+                        st.line,
+                        st.grid,
+                        tuple(st.args),
+                        st.callers,
+                    )
                 )
 
         return call
@@ -290,18 +306,23 @@ class Inspector:
             return "", 0
         return display_path(f.f_code.co_filename), f.f_lineno
 
-    def _launch_line(self) -> tuple[str, int]:
-        """The innermost user line (DESIGN.md) that launched the kernel; else the innermost non-library line."""
+    def _launch_lines(self, callers: int = MAX_CALLERS) -> list[tuple[str, int]]:
+        """The innermost user line (DESIGN.md) that launched the kernel, then up to ``callers`` user lines
+        above it (innermost first): one launch line called from two places is told apart by them. Without
+        a user line, the innermost non-library line."""
         f = sys._getframe(2)
         fallback: tuple[str, int] | None = None
-        while f is not None:
+        out: list[tuple[str, int]] = []
+        while f is not None and len(out) <= callers:
             name = f.f_code.co_filename
             if is_user_file(name):
-                return display_path(name), f.f_lineno
-            if fallback is None and not self._is_lib(f.f_code) and not name.startswith("<"):
+                out.append((display_path(name), f.f_lineno))
+                if f.f_code.co_name == "<module>":
+                    break  # the program's top: what runs it is not the program
+            elif fallback is None and not out and not self._is_lib(f.f_code) and not name.startswith("<"):
                 fallback = (display_path(name), f.f_lineno)
             f = f.f_back  # type: ignore[assignment]
-        return fallback or ("", 0)
+        return out or [fallback or ("", 0)]
 
 
 def _unique(a: npt.NDArray[Any]) -> npt.NDArray[Any]:

@@ -18,7 +18,7 @@ import inspect
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from numbers import Number
 from types import SimpleNamespace
 from typing import Any
@@ -38,6 +38,7 @@ class LaunchMetrics:
     name: str  # as Proton names the launch: launch_metadata's "name", else the compiled kernel's name
     stack: tuple[Frame, ...]  # the issuing user frames, outermost first
     metrics: dict[str, float]
+    interpreted: bool = False  # ran on the interpreter (time_ns is its CPU wall time)
 
 
 def metrics_of(data: dict[str, Any]) -> dict[str, float]:
@@ -118,6 +119,19 @@ class LaunchRecorder:
             return None
         return rec
 
+    def add_measured(self, totals: list[tuple[int, int]]) -> bool:
+        """Give the interpreted launches, in order, the inspector's measured ``bytes`` and ``flops``
+        (``totals[i]`` for the i-th interpreted launch); metrics the kernel's ``launch_metadata`` declared
+        are kept. False (nothing changed) when the counts of launches differ."""
+        interpreted = [i for i, r in enumerate(self.records) if r.interpreted]
+        if len(interpreted) != len(totals):
+            return False
+        for i, (nbytes, flops) in zip(interpreted, totals, strict=True):
+            r = self.records[i]
+            measured = {"bytes": float(nbytes), **({"flops": float(flops)} if flops else {})}
+            self.records[i] = replace(r, metrics={**measured, **r.metrics})
+        return True
+
     def graft(self, builder: ProfileBuilder, start: int = 0) -> None:
         """Add every launch as a kernel node under its user frames (below node ``start``)."""
         for rec in self.records:
@@ -149,7 +163,7 @@ class LaunchRecorder:
             finally:
                 metrics = metrics_of(data)
                 metrics["time_ns"] = float(time.perf_counter_ns() - t0)
-                recorder.records.append(LaunchMetrics(str(data.get("name", fn.__name__)), stack, metrics))
+                recorder.records.append(LaunchMetrics(str(data.get("name", fn.__name__)), stack, metrics, True))
 
         return run
 

@@ -42,6 +42,7 @@ class Launch:
     line: int
     grid: Program
     args: tuple[ArgInfo, ...]
+    callers: tuple[tuple[str, int], ...] = ()  # the user lines above the launch line, innermost first
 
     @property
     def programs(self) -> int:

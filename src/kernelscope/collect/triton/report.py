@@ -32,7 +32,14 @@ def to_json(report: InspectReport) -> dict[str, Any]:
     out: dict[str, Any] = {
         "schema": SCHEMA,
         "launches": [
-            {"kernel": la.kernel, "grid": list(la.grid), "file": la.file, "line": la.line, "programs": la.programs}
+            {
+                "kernel": la.kernel,
+                "grid": list(la.grid),
+                "file": la.file,
+                "line": la.line,
+                "programs": la.programs,
+                "called_from": [{"file": f, "line": n} for f, n in la.callers],
+            }
             for la in report.launches
         ],
         "lines": [_line(s) for s in report.lines],

@@ -7,13 +7,17 @@ metadata plane (name stacks and stack frames), ``place`` and ``build`` write the
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ...errors import BadInputError
 from ...model import Profile
 from ...model.devices import from_record
 from ...trust.limits import gunzip_capped, read_file_capped
 from ..registry import Importer, register
+
+if TYPE_CHECKING:
+    from .callsites import Stack
 
 __all__ = ["load_xplane", "sniff_xplane"]
 
@@ -35,8 +39,9 @@ def _protobuf() -> tuple[Any, Any, Any]:
     return XSpace, HloProto, DecodeError
 
 
-def load_xplane(path: str) -> Profile:
-    """Import one XPlane. Bad input raises BadInputError (one line)."""
+def load_xplane(path: str, call_sites: Mapping[str, Sequence[Stack]] | None = None) -> Profile:
+    """Import one XPlane. Bad input raises BadInputError (one line). ``call_sites``: a live run's recorded
+    callers of each jitted function (``collect.jax_calls``), which tell apart call sites sharing an executable."""
     XSpace, HloProto, DecodeError = _protobuf()
     from .build import build_profile
     from .hlo import HloModule
@@ -79,9 +84,31 @@ def load_xplane(path: str) -> Profile:
         "framework": "jax",
         "devices": [from_record(d).to_json() for d in records.devices],
         "hlo_modules": {str(pid): m.name for pid, m in sorted(modules.items())},
+        "jit_executables": jit_executables(modules, {ev.program_id for ev in records.ops}),
         **records.metadata,
     }
-    return build_profile(records, modules, metadata)
+    return build_profile(records, modules, metadata, call_sites)
+
+
+def jit_executables(modules: dict[int, Any], ran: set[int]) -> list[dict[str, Any]]:
+    """Per executable that ran: its jitted function and the user line that called it (first trace).
+
+    XLA compiles one executable per jitted function and input signature (shapes, dtypes, static
+    arguments): several executables of one function are recompilations (the advisor's ``jit_recompile``).
+    """
+    from .place import user_frames
+
+    out: list[dict[str, Any]] = []
+    for pid, m in sorted(modules.items()):
+        if pid not in ran or not m.name.startswith("jit_"):
+            continue
+        lines = user_frames(m.context)
+        if not m.traced_function_on_stack or not lines:
+            continue  # a library's eager op (jit_add, jit_broadcast_in_dim): not the program's jitted function
+        row: dict[str, Any] = {"program_id": pid, "function": m.name[4:], "instructions": len(m)}
+        row["file"], row["line"] = lines[-1].file, lines[-1].line
+        out.append(row)
+    return out
 
 
 register(

@@ -9,36 +9,59 @@ is ``time_ns``, and their rows form the ``cpu`` device's timeline.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...model import Frame, Profile, ProfileBuilder, TimelineBuilder
 from ...model.profile import prune_empty
 from ...model.timeline import LINKED, Category
-from .hlo import HloModule
-from .place import Placement, Placer, place
+from .callsites import Stack, sites_of_runs
+from .hlo import HloModule, HloOp
+from .place import Placement, Placer, place, user_frames
 from .reader import OpEvent, XSpaceRecords
 
 
-def build_profile(records: XSpaceRecords, modules: dict[int, HloModule], metadata: dict[str, Any]) -> Profile:
+def build_profile(
+    records: XSpaceRecords,
+    modules: dict[int, HloModule],
+    metadata: dict[str, Any],
+    call_sites: Mapping[str, Sequence[Stack]] | None = None,
+) -> Profile:
+    """``call_sites``: a live run's recorded callers of each jitted function (``collect.jax_calls``)."""
     builder = ProfileBuilder()
     placer = Placer(builder)
     timeline = TimelineBuilder()
     warnings: Counter[str] = Counter(records.warnings)
     on_device = records.has_device_events
-    placements: dict[tuple[int, str, str, str, str, int], Placement] = {}
-    kernel_nodes: dict[tuple[int, str, str, str, str, int], int] = {}
+    placements: dict[tuple[int, str, str, str, str, int, int], Placement] = {}
+    kernel_nodes: dict[tuple[int, str, str, str, str, int, int], int] = {}
+    site_of_run = sites_of_runs(records.ops, modules, call_sites, warnings) if call_sites else {}
+    site_ids: dict[tuple[Frame, ...], int] = {}
+    conversions: dict[tuple[int, str, str, str, str, int, int], tuple[tuple[str, int, str, str], ...]] = {}
+    casts: Counter[tuple[str, int, str, str]] = Counter()  # (file, line, from, to) -> executions
     kernel_of_corr: dict[int, int] = {}
     tracks: dict[tuple[str, str], int] = {}
 
+    def site_id(ev: OpEvent) -> tuple[int, tuple[Frame, ...] | None]:
+        site = site_of_run.get((ev.program_id, ev.run_id)) if site_of_run and ev.run_id is not None else None
+        if site is None:
+            return -1, None
+        return site_ids.setdefault(site, len(site_ids)), site
+
+    def kernel_key(ev: OpEvent, kernel: Frame, site: int) -> tuple[int, str, str, str, str, int, int]:
+        return (ev.program_id, ev.module, ev.hlo_op, kernel.name, kernel.device, kernel.stream, site)
+
     def placement_of(ev: OpEvent, kernel: Frame) -> Placement:
-        key = (ev.program_id, ev.module, ev.hlo_op, kernel.name, kernel.device, kernel.stream)
+        site, caller = site_id(ev)
+        key = kernel_key(ev, kernel, site)
         hit = placements.get(key)
         if hit is None:
             module = modules.get(ev.program_id)
             op = module.op(ev.hlo_op) if module is not None and ev.hlo_op else None
             if ev.hlo_op and op is None:
                 warnings["XLA op events whose instruction is not in the metadata plane's HLO"] += 1
-            hit = placements[key] = place(op, kernel, module, ev.module or (module.name if module else ""))
+            hit = placements[key] = place(op, kernel, module, ev.module or (module.name if module else ""), caller)
+            conversions[key] = conversions_of(op)
         return hit
 
     for ev in records.ops:
@@ -55,12 +78,14 @@ def build_profile(records: XSpaceRecords, modules: dict[int, HloModule], metadat
             stream = kernel.stream
         else:
             kernel = Frame.kernel(ev.hlo_op or ev.name, ev.device)
-        key = (ev.program_id, ev.module, ev.hlo_op, kernel.name, kernel.device, kernel.stream)
+        key = kernel_key(ev, kernel, site_id(ev)[0])
         node = kernel_nodes.get(key, -1)
         if node < 0:
             node = kernel_nodes[key] = placer.kernel_node(placement_of(ev, kernel))
         placer.add_kernel(node, "time_ns", ev.self_ps / 1000)
         placer.add_kernel(node, "count", 1.0)
+        for where in conversions.get(key, ()):
+            casts[where] += 1
         category = ev.category if ev.on_device else Category.KERNEL
         track = tracks.get((ev.track, ev.device), -1)
         if track < 0:
@@ -83,12 +108,30 @@ def build_profile(records: XSpaceRecords, modules: dict[int, HloModule], metadat
     builder.ensure_metric("count")
     meta = dict(metadata)
     meta["device_run"] = on_device
+    if casts:  # dtype conversions by line, for the advisor's dtype_round_trip
+        meta["casts"] = [
+            {"file": f, "line": line, "from": a, "to": b, "calls": n} for (f, line, a, b), n in sorted(casts.items())
+        ]
     if warnings:
         meta["import_warnings"] = dict(sorted(warnings.items()))
     starts = [ev.start_ns for ev in records.ops]
     if starts:
         meta["trace_start_ns"] = min(starts)
     return prune_empty(builder.build(meta, timeline.build() if len(timeline) else None))
+
+
+def conversions_of(op: HloOp | None) -> tuple[tuple[str, int, str, str], ...]:
+    """The dtype conversions an instruction executes: (file, line, from, to) of each ``convert`` it holds."""
+    if op is None:
+        return ()
+    out = []
+    for o in op.fused or ((op.own,) if op.own is not None else ()):
+        if o.dtypes is None:
+            continue
+        users = user_frames(o.stack)
+        if users:
+            out.append((users[-1].file, users[-1].line, *o.dtypes))
+    return tuple(out)
 
 
 def _stream_id(track: str) -> int:

@@ -11,7 +11,8 @@ fusion's measured time.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +44,7 @@ class Origin:
     stack: tuple[SourceFrame, ...]  # trace-time Python stack, outermost first
     flops: float
     bytes: float
+    dtypes: tuple[str, str] | None = None  # a convert's (from, to) element types ("f32", "bf16")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +71,7 @@ class HloModule:
                 self._by_name[instr.name] = (instr, comp)
         self._ops: dict[str, HloOp | None] = {}
         self._context: tuple[SourceFrame, ...] | None = None
+        self._jit_frame_seen = False
         self._shape_cache: dict[int, dict[int, Any]] = {}
 
     def __len__(self) -> int:
@@ -76,15 +79,35 @@ class HloModule:
 
     @property
     def context(self) -> tuple[SourceFrame, ...]:
-        """The stack every instruction with a source location shares: where the jitted function was called.
+        """Where the jitted function was called: the stack above the jitted function's own frame.
 
-        Instructions XLA added without metadata (copies, wrapped helpers) are placed here.
+        Instructions XLA added without metadata (copies, wrapped helpers, layout changes) are placed here.
+        Taken from the stacks that contain the function's frame (``apply_model`` for ``jit_apply_model``),
+        the most common prefix wins (a few instructions carry short stacks, e.g. a comparator traced
+        apart); without such a frame, the common prefix of all stacks.
         """
         if self._context is None:
-            stacks = {i.metadata.stack_frame_id for i, _c in self._by_name.values() if i.metadata.stack_frame_id}
-            frames = [self._frames.stack(fid) for fid in sorted(stacks)]
-            self._context = common_prefix(frames)
+            ids = {i.metadata.stack_frame_id for i, _c in self._by_name.values() if i.metadata.stack_frame_id}
+            frames = [self._frames.stack(fid) for fid in sorted(ids)]
+            function = self.name[4:] if self.name.startswith("jit_") else ""
+            prefixes: Counter[tuple[SourceFrame, ...]] = Counter()
+            for stack in frames:
+                cut = jit_frame_index(stack, function)
+                if cut is not None:
+                    prefixes[stack[:cut]] += 1
+            self._jit_frame_seen = bool(prefixes)
+            if prefixes:
+                self._context = max(prefixes.items(), key=lambda kv: (kv[1], len(kv[0])))[0]
+            else:
+                self._context = common_prefix(frames)
         return self._context
+
+    @property
+    def traced_function_on_stack(self) -> bool:
+        """Whether the jitted function's own frame is on its instructions' stacks (a function the program
+        wrote, as opposed to a library's eager op such as ``jit_add``)."""
+        _ = self.context
+        return self._jit_frame_seen
 
     def op(self, name: str) -> HloOp | None:
         hit = self._ops.get(name, _MISSING)
@@ -136,12 +159,16 @@ class HloModule:
             lhs = shapes[instr.operand_ids[0]].dimensions
             contracted = [lhs[d] for d in instr.dot_dimension_numbers.lhs_contracting_dimensions if 0 <= d < len(lhs)]
             flops = _real(2 * out_elems * math.prod(contracted))  # 2·M·N·K
+        dtypes = None
+        if instr.opcode == "convert" and instr.operand_ids and instr.operand_ids[0] in shapes:
+            dtypes = (dtype_name(shapes[instr.operand_ids[0]].element_type), dtype_name(instr.shape.element_type))
         return Origin(
             names=parse(op_name),
             opcode=instr.opcode,
             stack=self._frames.stack(instr.metadata.stack_frame_id),
             flops=flops,
             bytes=_real(out_bytes + in_bytes),
+            dtypes=dtypes,
         )
 
 
@@ -178,6 +205,24 @@ class _StackFrames:
         return result
 
 
+# xla.PrimitiveType numbers (xla_data.proto) -> names as JAX prints them
+_DTYPE_NAMES = {1: "pred", 2: "s8", 3: "s16", 4: "s32", 5: "s64", 6: "u8", 7: "u16", 8: "u32", 9: "u64",
+                10: "f16", 11: "f32", 12: "f64", 15: "c64", 16: "bf16", 18: "c128"}  # fmt: skip
+
+
+def dtype_name(element_type: int) -> str:
+    return _DTYPE_NAMES.get(int(element_type), f"type{int(element_type)}")
+
+
+def jit_frame_index(stack: Sequence[SourceFrame], function: str) -> int | None:
+    """Index of the jitted function's own frame in a trace-time stack (outermost first); None if absent."""
+    if function:
+        for i, f in enumerate(stack):
+            if f.function == function or f.function.endswith("." + function):
+                return i
+    return None
+
+
 def _real(value: int) -> float:
     """A count as a float, clamped to [0, 1e300] (damaged shapes must not overflow or go negative)."""
     return float(min(max(value, 0), 10**300))
@@ -204,4 +249,4 @@ def _size(shape: Any) -> tuple[int, int]:
 
 _MISSING = object()
 
-__all__ = ["HloModule", "HloOp", "Origin", "SourceFrame"]
+__all__ = ["HloModule", "HloOp", "Origin", "SourceFrame", "dtype_name", "jit_frame_index"]

@@ -2,25 +2,30 @@
 
 An executed instruction goes to
 
-    outer user lines → <jit(fn)> → inner user lines → [backward] → op (primitive) → kernel [→ parts]
+    outer user lines → <jit(fn)> → inner user lines, modules and scopes → [backward] → op (primitive) → kernel
+    [→ parts]
 
 where the lines are the instruction's trace-time Python stack (user frames only, ``collect.userframes``)
-split at the jitted function's own frame, ``[backward]`` marks work under ``transpose(...)`` (JAX gives the
+split at the jitted function's own frame (the outer lines are the live run's recorded caller when there is
+one), modules and scopes come from the ``op_name`` name stack (Flax ``CNN/Conv_0``, ``jax.named_scope``),
+``[backward]`` marks work under ``transpose(...)`` (JAX gives the
 transposed op the forward op's source line, so a line's cost includes its gradients), and the kernel is the
 device kernel (GPU) or the HLO instruction (CPU). A fusion whose ops come from several ops or lines sits
 under the common prefix of their lines, with one ``part`` per original op and line carrying an estimated
-share of its measured time (by bytes and FLOPs) that sums exactly to the measured time.
+share of its measured time (by bytes and FLOPs) that sums exactly to the measured time. An instruction
+without metadata goes under the line that called the jitted function, in a ``[no source in HLO]`` scope.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import re
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from ...attribute.compiled import common_prefix, split_exact
 from ...collect.userframes import display_path, is_user_file, resolve
-from ...model import Frame, ProfileBuilder
+from ...model import Frame, FrameKind, ProfileBuilder
 from .hlo import HloModule, HloOp, Origin, SourceFrame
 
 # FLOPs that cost as much time as one byte moved; only the ratio between parts of one kernel matters.
@@ -58,28 +63,98 @@ def region_of_module(module: str) -> str:
     return f"jit({module[4:]})" if module.startswith("jit_") else module
 
 
-def place(op: HloOp | None, kernel: Frame, module: HloModule | None, module_name: str) -> Placement:
+NO_SOURCE = "no source in HLO"  # the scope over instructions XLA added without metadata
+
+# Flax linen names unnamed submodules ``Class_N`` (``Conv_0``, ``Dense_1``): a module, of class ``Class``.
+_AUTO_NAMED = re.compile(r"^(?P<cls>[A-Z][A-Za-z0-9]*)_\d+$")
+
+
+def place(
+    op: HloOp | None,
+    kernel: Frame,
+    module: HloModule | None,
+    module_name: str,
+    caller: tuple[Frame, ...] | None = None,
+) -> Placement:
+    """``caller``: the user frames of the call that ran this execution, when a live run recorded it; they
+    replace the first trace's frames above the jitted function (the executable may be shared by call sites)."""
     origins = _origins(op)
     if op is None or not origins:
-        # No source information of its own (a copy XLA added): the line that called the jitted function.
-        stack = user_frames(module.context) if module is not None else ()
+        # No source information of its own (a copy or layout change XLA added): under the line that called
+        # the jitted function, in a scope that says why.
+        stack = caller if caller is not None else user_frames(module.context) if module is not None else ()
         region_name = region_of_module(module_name)
         cut = _jit_frame(stack, region_name[4:-1] if region_name.startswith("jit(") else "")
         outer = [*stack[:cut], Frame.region(region_name)] if module_name else list(stack[:cut])
         name = op.opcode if op is not None else ""
-        return Placement((*outer, *stack[cut:], *([Frame.op(name)] if name else []), kernel), ())
+        return Placement(
+            (*outer, *stack[cut:], Frame.scope(NO_SOURCE), *([Frame.op(name)] if name else []), kernel), ()
+        )
     primary = op.own or origins[0]
     stacks = [user_frames(o.stack) for o in origins]
     parts = _parts(origins)
     stack = stacks[0] if all(s == stacks[0] for s in stacks) else common_prefix(stacks)
     region_name = primary.names.region or region_of_module(module_name)
-    cut = _jit_frame(stack, primary.names.function)
-    path: list[Frame] = [*stack[:cut], Frame.region(region_name), *stack[cut:]]
+    # the jitted function's frame: where the region starts (the common prefix may end above it, when the
+    # fused ops' lines differ inside the function; then all of the prefix is above the region)
+    cut = min(len(stack), *(_jit_frame(s, primary.names.function) for s in stacks))
+    scopes = common_prefix([o.names.scopes for o in origins]) if len(origins) > 1 else primary.names.scopes
+    classes = set().union(*(_classes(o.stack) for o in origins))
+    above = caller if caller is not None else stack[:cut]
+    path: list[Frame] = [*above, Frame.region(region_name), *with_scopes(stack[cut:], scopes, classes)]
     if any(o.names.backward for o in origins):
         path.append(Frame.backward())
     path.append(Frame.op(primary.names.primitive or op.opcode))
     path.append(kernel)
     return Placement(tuple(path), tuple(parts) if len(parts) > 1 else ())
+
+
+def scope_frames(scopes: Sequence[str], classes: Collection[str] = ()) -> list[Frame]:
+    """Name-stack scopes as frames: modules (Flax ``Conv_0``, or a class whose method is on the stack) get
+    ``module`` frames with their path in the name stack (``CNN/Conv_0``); ``jax.named_scope`` names get
+    ``scope`` frames. Inner ``jit(...)`` of library functions (``jit(relu)``) and einsum specs are left out."""
+    out: list[Frame] = []
+    path: list[str] = []
+    for name in scopes:
+        if not name or name.startswith(("jit(", "pjit(")) or "->" in name or name == "~":
+            continue
+        auto = _AUTO_NAMED.match(name)
+        if auto is not None or name in classes:
+            path.append(name)
+            out.append(Frame.module_("/".join(path), auto.group("cls") if auto is not None else name))
+        else:
+            out.append(Frame.scope(name))
+    return out
+
+
+def with_scopes(lines: Sequence[Frame], scopes: Sequence[str], classes: Collection[str] = ()) -> list[Frame]:
+    """Interleave scope/module frames with the user lines inside the jitted function.
+
+    A module whose class has a method on the stack (``CNN.__call__``) goes right above that method's line;
+    the scopes before it go there too (name-stack order is kept); the rest go below the innermost line.
+    ``classes`` adds classes whose methods were on the stacks of the ops (a fusion's lines were cut to
+    their common prefix).
+    """
+    at_line = {f.name.split(".", 1)[0]: i for i, f in enumerate(lines) if "." in f.name}
+    frames = scope_frames(scopes, {*at_line, *classes})
+    if not frames:
+        return list(lines)
+    at = [len(lines)] * len(frames)
+    bound = len(lines)
+    for k in range(len(frames) - 1, -1, -1):
+        f = frames[k]
+        where = at_line.get(f.name) if f.kind is FrameKind.MODULE and f.name == f.cls else None
+        bound = min(bound, where) if where is not None else bound
+        at[k] = bound
+    out: list[Frame] = []
+    k = 0
+    for i, line in enumerate(lines):
+        while k < len(frames) and at[k] <= i:
+            out.append(frames[k])
+            k += 1
+        out.append(line)
+    out.extend(frames[k:])
+    return out
 
 
 def _origins(op: HloOp | None) -> list[Origin]:
@@ -95,13 +170,20 @@ def _parts(origins: Sequence[Origin]) -> list[tuple[Frame, float]]:
     for o in origins:
         users = [f for f in o.stack if is_user_source(f.file)]
         where = users[-1] if users else None
+        modules = [f for f in scope_frames(o.names.scopes, _classes(users)) if f.kind is FrameKind.MODULE]
         frame = Frame.part(
             o.names.primitive or o.opcode,
             display_path(where.file) if where is not None else "",
             where.line if where is not None else 0,
+            modules[-1].name if modules else "",
         )
         merged[frame] = merged.get(frame, 0.0) + max(o.bytes, o.flops / FLOPS_PER_BYTE, 0.0)
     return list(merged.items())
+
+
+def _classes(stack: Sequence[SourceFrame]) -> set[str]:
+    """Classes whose methods are on a user stack (``CNN`` for ``CNN.__call__``)."""
+    return {f.function.split(".", 1)[0] for f in stack if "." in f.function and is_user_source(f.file)}
 
 
 def _jit_frame(stack: Sequence[Frame], function: str) -> int:
@@ -142,4 +224,4 @@ class Placer:
         self._split.clear()
 
 
-__all__ = ["Placement", "Placer", "is_user_source", "place", "user_frames"]
+__all__ = ["NO_SOURCE", "Placement", "Placer", "is_user_source", "place", "scope_frames", "user_frames", "with_scopes"]

@@ -28,7 +28,7 @@ _COMM = re.compile(
     r"|all-gather|reduce-scatter|collective-permute|all-to-all",
     re.I,
 )
-_KEYS = ("hlo_op", "hlo_module", "program_id", "correlation_id", "memcpy_details", "memset_details")
+_KEYS = ("hlo_op", "hlo_module", "program_id", "correlation_id", "memcpy_details", "memset_details", "run_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +48,7 @@ class OpEvent:
     category: Category
     correlation: int  # -1 when none
     linked: bool  # a device event whose launching runtime call is in the trace
+    run_id: int | None = None  # the execution of the executable it belongs to (XLA:CPU; may be negative)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +198,7 @@ def _read_host_plane(plane: Any, rec: XSpaceRecords, runtime: dict[int, dict[str
                     category=Category.OP,
                     correlation=-1,
                     linked=True,  # executed by the runtime inside the trace
+                    run_id=None if stats.get("run_id") is None else _int(stats.get("run_id")),
                 )
             )
 

@@ -1,0 +1,73 @@
+"""Per-call cost of the live JAX call-site recorder (``collect.jax_calls``): a jitted function called in a
+tight loop, plain vs recorded, side by side in one process (round-robin rounds; ratios, not absolutes).
+
+    JAX_PLATFORMS=cpu python benchmarks/bench_jax_calls.py [--calls 20000] [--rounds 3]
+
+Two functions: one array argument, and a 20-entry dict of arrays plus an array (a small parameter pytree).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+import jax
+import jax.numpy as jnp
+
+from kernelscope.collect.jax_calls import CallSites
+
+
+def add_one(x: Any) -> Any:
+    return x + 1
+
+
+def with_params(p: Any, x: Any) -> Any:
+    return x + 1
+
+
+def _per_call_us(fn: Any, args: tuple[Any, ...], calls: int) -> float:
+    t = time.perf_counter()
+    for _ in range(calls):
+        fn(*args)
+    jax.block_until_ready(fn(*args))
+    return (time.perf_counter() - t) / calls * 1e6
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--calls", type=int, default=20000)
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args()
+    sites = CallSites()
+    plain = {"1 array": jax.jit(add_one), "dict of 20 + array": jax.jit(with_params)}
+    sites.install(jax)
+    try:  # fresh function objects, so JAX's caches do not make the two the same object
+        recorded = {
+            "1 array": jax.jit(types.FunctionType(add_one.__code__, globals(), "add_one")),
+            "dict of 20 + array": jax.jit(types.FunctionType(with_params.__code__, globals(), "with_params")),
+        }
+    finally:
+        sites.remove()
+    x = jnp.ones(4)
+    params = {f"w{i}": jnp.ones(4) for i in range(20)}
+    args = {"1 array": (x,), "dict of 20 + array": (params, x)}
+    for name in plain:  # compile both
+        jax.block_until_ready(plain[name](*args[name]))
+        jax.block_until_ready(recorded[name](*args[name]))
+    print(f"{'function':<20} {'plain µs':>9} {'recorded µs':>12} {'extra µs':>9}")
+    for r in range(a.rounds):
+        for name in plain:
+            p = _per_call_us(plain[name], args[name], a.calls)
+            q = _per_call_us(recorded[name], args[name], a.calls)
+            print(f"{name:<20} {p:9.1f} {q:12.1f} {q - p:9.1f}   (round {r + 1})")
+    print("calls recorded:", {k: len(v) for k, v in sites.calls.items()})
+
+
+if __name__ == "__main__":
+    main()
