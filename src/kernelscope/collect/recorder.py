@@ -103,8 +103,7 @@ class Recorder:
                 use_device="cuda" if self.cuda else None,
                 record_shapes=self.sampling.window_shapes,
                 profile_memory=self.sampling.window_memory,
-                with_stack=True,
-                with_modules=True,
+                with_stack=True,  # module paths: modules.py (with_modules: TorchScript only, deprecated in 2.15)
             )
             prof._kernelscope_own = True  # type: ignore[attr-defined]  # not the program's own profiler (foreign.py)
             prof.__enter__()  # type: ignore[no-untyped-call]
