@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from conftest import REPO, env_without_color
+from conftest import REPO, TORCH_25_LOSES_WINDOWS, env_without_color, torch_before
 from kernelscope import load
 from kernelscope.model import FrameKind
 
@@ -134,6 +134,9 @@ def test_complete_recording_holds_every_op_call(program: str, how: str, step: bo
     profile, _ = profiled(program, how, step, 0.0, tmp)
     got = op_calls(profile)
     short = {op: (got[op], n) for op, n in ref.items() if got[op] < 0.99 * n}
+    if short and how == "api" and torch_before(2, 6):  # what was lost is said, then the known gap
+        assert any("could not post-process" in w for w in profile.metadata.get("warnings", [])), short
+        pytest.xfail(TORCH_25_LOSES_WINDOWS)
     assert not short, f"ops recorded below 99% of their calls (recorded, made): {short}"
     assert sum(ref.values()) > 0
 

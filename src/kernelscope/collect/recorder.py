@@ -18,6 +18,7 @@ from ._process import _quiet_fd
 from .continued import Chain, OpenFrames
 from .safepoint import StackSafety, in_backward
 from .sampling import Sampling
+from .torch_compat import stop_profiler
 from .torch_fold import WindowFolder
 
 # The profiler's results sit in reference cycles: collected once this many events were folded since the
@@ -132,12 +133,16 @@ class Recorder:
         cpu0, thread = self._cpu
         cpu = time.thread_time() - cpu0 if thread == threading.get_ident() else window
         with _quiet_fd(2):
-            prof.__exit__(None, None, None)
+            lost = stop_profiler(prof)  # (torch 2.5 may fail to post-process a window: torch_compat.py)
+        if lost is not None and lost not in self.warnings:
+            self.warnings.append(lost)
         self._ran_on.at_close()
         self.safety.stopped(skip=skip + 1, compile_entry=compile_entry)
         t0 = time.perf_counter()
         ops0 = self._op_seconds()
-        events = self._fold(prof.kineto_results, shapes=self.sampling.window_shapes, continued=self._chain)
+        events = 0
+        if lost is None:
+            events = self._fold(prof.kineto_results, shapes=self.sampling.window_shapes, continued=self._chain)
         ops = self._op_seconds() - ops0
         # the profiler object sits in reference cycles with its results: break what we can and collect the
         # rest here, not in a later timed step (without the collection peak memory grows with the run)
