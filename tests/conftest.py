@@ -64,4 +64,4 @@ def compile_provenance_available() -> bool:
 # torch 2.5's Python tracer fails to post-process some windows when they are stopped ("Python replay stack is
 # empty", collect/torch_compat.py): their events are left out, with a warning. Complete-recording checks of
 # kernelscope.profile() runs fail there, and say so.
-TORCH_25_LOSES_WINDOWS = "torch 2.5's Python tracer fails to post-process some windows (torch_compat.stop_profiler)"
+TORCH_25_LOSES_WINDOWS = "torch 2.5 fails to stop or post-process some windows (collect/torch_compat.stop_profiler)"

@@ -225,9 +225,13 @@ def test_a_sampled_profile_holds_whole_steps(program: str, tmp_path_factory: Any
     cmd = ["-m", "kernelscope", "run", "--no-view", "--grace", "1.0", "-o", str(out), str(MATRIX / f"{program}.py")]
     r = subprocess.run([sys.executable, *cmd], capture_output=True, text=True, cwd=tmp, env=env_without_color())
     assert r.returncode == 0, r.stderr[-3000:]
-    cov = load(str(out)).metadata["coverage"]
+    profile = load(str(out))
+    cov = profile.metadata["coverage"]
     parts = cov["parts"]
     assert cov["steps"] == len(steps) - 1, cov  # the session found the steps torch's hooks see
+    if parts["partial_steps"] and torch_before(2, 6):  # a window torch switched off: said, then the known gap
+        assert any("its events are left out" in w for w in profile.metadata.get("warnings", [])), parts
+        pytest.xfail(TORCH_25_LOSES_WINDOWS)
     assert parts["partial_steps"] == 0, parts
     whole = [k for a, b in parts["whole_steps"] for k in range(a, b + 1)]
     assert len(whole) >= min(len(steps) - 2, 3), parts
