@@ -39,3 +39,29 @@ def env_without_color() -> dict[str, str]:
     env["NO_COLOR"] = "1"
     env["COLUMNS"] = "120"
     return env
+
+
+def torch_before(major: int, minor: int) -> bool:
+    """Is the installed torch older than ``major.minor`` (False without torch)?"""
+    try:
+        import torch
+    except ImportError:
+        return False
+    parts = torch.__version__.split("+")[0].split(".")
+    return (int(parts[0]), int(parts[1])) < (major, minor)
+
+
+def compile_provenance_available() -> bool:
+    """Does the installed torch have what Inductor provenance needs (collect.compile.api.probe)?"""
+    try:
+        from kernelscope.collect.compile.api import probe
+    except ImportError:
+        return False
+    api, _missing = probe()
+    return api is not None
+
+
+# torch 2.5's Python tracer fails to post-process some windows when they are stopped ("Python replay stack is
+# empty", collect/torch_compat.py): their events are left out, with a warning. Complete-recording checks of
+# kernelscope.profile() runs fail there, and say so.
+TORCH_25_LOSES_WINDOWS = "torch 2.5 fails to stop or post-process some windows (collect/torch_compat.stop_profiler)"

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from conftest import REPO, env_without_color
+from conftest import REPO, TORCH_25_LOSES_WINDOWS, env_without_color, torch_before
 from kernelscope import load
 from kernelscope.model import FrameKind
 
@@ -28,6 +28,18 @@ pytestmark = pytest.mark.slow
 
 MATRIX = REPO / "tests" / "live_matrix"
 HAS_TRANSFORMERS = importlib.util.find_spec("transformers") is not None
+
+
+def _every_thread_mode() -> bool:
+    """Can the reference count every thread's ops on this torch (torch.profiler's profile_all_threads)?"""
+    from torch._C._profiler import _ExperimentalConfig
+
+    try:
+        _ExperimentalConfig(profile_all_threads=True)
+    except TypeError:
+        return False
+    return True
+
 
 # (program, how it is profiled, does it call kernelscope.step())
 CELLS = [
@@ -55,7 +67,15 @@ CELLS = [
     # is not recorded (the session warns). torch 2.13's every-thread mode (profile_all_threads) is not used:
     # stopping it while another thread is inside an op aborts the process (a race in torch's teardown,
     # reproduced here). The cell documents the gap, and fails loudly once it is closed
-    pytest.param("threads", "run", False, marks=pytest.mark.xfail(reason="threads the program starts", strict=True)),
+    pytest.param(
+        "threads",
+        "run",
+        False,
+        marks=[
+            pytest.mark.xfail(reason="threads the program starts", strict=True),
+            pytest.mark.skipif(not _every_thread_mode(), reason="this torch cannot count other threads' ops"),
+        ],
+    ),
 ]
 
 
@@ -114,6 +134,9 @@ def test_complete_recording_holds_every_op_call(program: str, how: str, step: bo
     profile, _ = profiled(program, how, step, 0.0, tmp)
     got = op_calls(profile)
     short = {op: (got[op], n) for op, n in ref.items() if got[op] < 0.99 * n}
+    if short and how == "api" and torch_before(2, 6):  # what was lost is said, then the known gap
+        assert any("its events are left out" in w for w in profile.metadata.get("warnings", [])), short
+        pytest.xfail(TORCH_25_LOSES_WINDOWS)
     assert not short, f"ops recorded below 99% of their calls (recorded, made): {short}"
     assert sum(ref.values()) > 0
 
@@ -202,9 +225,13 @@ def test_a_sampled_profile_holds_whole_steps(program: str, tmp_path_factory: Any
     cmd = ["-m", "kernelscope", "run", "--no-view", "--grace", "1.0", "-o", str(out), str(MATRIX / f"{program}.py")]
     r = subprocess.run([sys.executable, *cmd], capture_output=True, text=True, cwd=tmp, env=env_without_color())
     assert r.returncode == 0, r.stderr[-3000:]
-    cov = load(str(out)).metadata["coverage"]
+    profile = load(str(out))
+    cov = profile.metadata["coverage"]
     parts = cov["parts"]
     assert cov["steps"] == len(steps) - 1, cov  # the session found the steps torch's hooks see
+    if parts["partial_steps"] and torch_before(2, 6):  # a window torch switched off: said, then the known gap
+        assert any("its events are left out" in w for w in profile.metadata.get("warnings", [])), parts
+        pytest.xfail(TORCH_25_LOSES_WINDOWS)
     assert parts["partial_steps"] == 0, parts
     whole = [k for a, b in parts["whole_steps"] for k in range(a, b + 1)]
     assert len(whole) >= min(len(steps) - 2, 3), parts

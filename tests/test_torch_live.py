@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, env_without_color
+from conftest import (
+    REPO,
+    TORCH_25_LOSES_WINDOWS,
+    compile_provenance_available,
+    env_without_color,
+    torch_before,
+)
 from kernelscope import load
 from kernelscope.model import FrameKind
 
@@ -208,6 +214,7 @@ def test_sampled_shapes_give_the_same_flops_as_recording_all_shapes() -> None:
     assert sampled.result.total("flops") == pytest.approx(expected)
 
 
+@pytest.mark.skipif(not compile_provenance_available(), reason="this torch has no Inductor provenance (docs/run.md)")
 def test_compiled_kernels_land_on_user_lines_with_exact_parts(tmp_path: Path) -> None:
     # given the compiled example (one graph break), profiled after its two compiling steps
     r = ks(
@@ -300,7 +307,11 @@ def test_a_run_without_steps_still_folds_as_it_goes() -> None:
     meta = p.result.metadata
     assert meta["windows"] >= 3  # folded (and dropped) every ~2000 calls, not once at the end
     add = [n for n in range(1, len(p.result)) if p.result.frame_of(n).name == "aten::add"]
-    assert sum(p.result.exclusive("count")[n] for n in add) == 5000  # no call lost between windows
+    calls = sum(p.result.exclusive("count")[n] for n in add)
+    if calls < 5000 and torch_before(2, 6):  # what was lost is said, then the known gap
+        assert any("its events are left out" in w for w in meta["warnings"]), calls
+        pytest.xfail(TORCH_25_LOSES_WINDOWS)
+    assert calls == 5000  # no call lost between windows
 
 
 def test_ctrl_c_twice_still_saves_what_was_folded(tmp_path: Path) -> None:

@@ -21,6 +21,13 @@ __all__ = [
 ]
 
 
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext kernelscope``: the ``%%kernelscope`` cell magic (notebook.py)."""
+    from .notebook import load_ipython_extension as load
+
+    load(ipython)
+
+
 def __getattr__(name: str) -> Any:
     # The live API needs torch; import it only when asked for.
     if name in {"profile", "start", "finalize", "activate", "deactivate", "scope", "step"}:

@@ -36,6 +36,17 @@ def by_dispatch(out: str, program: str) -> None:
         json.dump(counts, f)
 
 
+def every_thread_config() -> object | None:
+    """torch's every-thread mode where this torch has it (2.8 and later); else None: the main thread and the
+    threads that inherit its profiler state only (the matrix skips its threads cell there)."""
+    from torch._C._profiler import _ExperimentalConfig
+
+    try:
+        return _ExperimentalConfig(profile_all_threads=True)
+    except TypeError:
+        return None
+
+
 def main() -> None:
     dispatch = sys.argv[1] == "--dispatch"
     per_step = sys.argv[1] == "--per-step"
@@ -48,15 +59,14 @@ def main() -> None:
     boundaries: list[int] = []
     register_optimizer_step_post_hook(lambda *_: boundaries.append(time.time_ns()))
     spans: list[list[int]] = []
-    callback_handler.register_start_callback(lambda _a: spans.append([time.time_ns(), 1 << 62]))
-    callback_handler.register_end_callback(lambda _a: spans[-1].__setitem__(1, time.time_ns()))
+    # (torch 2.5 calls these with no argument, later versions with one)
+    callback_handler.register_start_callback(lambda *_a: spans.append([time.time_ns(), 1 << 62]))
+    callback_handler.register_end_callback(lambda *_a: spans[-1].__setitem__(1, time.time_ns()))
     sys.argv = [program, *args]
     sys.path.insert(0, program.rsplit("/", 1)[0] if "/" in program else ".")
     if dispatch:
         return by_dispatch(out, program)
-    from torch._C._profiler import _ExperimentalConfig
-
-    prof = profile(use_kineto=True, experimental_config=_ExperimentalConfig(profile_all_threads=True))
+    prof = profile(use_kineto=True, experimental_config=every_thread_config())
     prof.__enter__()
     try:
         runpy.run_path(program, run_name="__main__")

@@ -30,6 +30,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any, Protocol
 
+import numpy as np
+
 from ..model import Profile, ProfileBuilder, Track
 from .device_join import UNLINKED_SCOPE, _join_device
 from .nesting import NO_FORWARD_SCOPE, _sweep_host
@@ -65,8 +67,9 @@ class Attributor:
     The tree, the metric columns and the forward contexts of the last two folds persist between folds.
 
     ``host_timeline``: keep host rows for the timeline (an import); a live run keeps device rows only.
-    ``watch``: labels whose nodes are reported in ``watched`` as (label, node, thread, start), so that a
-    collector can attach what the records do not carry (a scope's metrics, a cast's dtypes).
+    ``watch``: labels whose nodes are reported in ``watched`` as (label, node, thread, start, end), so that a
+    collector can attach what the records do not carry (a scope's metrics, a cast's dtypes) or keep a timeline
+    row for them (a live run's collectives: ``add_rows``).
     """
 
     def __init__(
@@ -85,7 +88,7 @@ class Attributor:
         self.host_timeline = host_timeline
         self.placer = placer
         self.watch = watch
-        self.watched: list[tuple[int, int, int, int]] = []
+        self.watched: list[tuple[int, int, int, int, int]] = []
         self.cpu_time: defaultdict[int, float] = defaultdict(float)
         self.op_time: defaultdict[int, float] = defaultdict(float)
         self.device_time: defaultdict[int, float] = defaultdict(float)
@@ -110,6 +113,20 @@ class Attributor:
             else:
                 self.tracks.append(Track(f"stream {b}", f"cuda:{a}", "stream"))
         return idx
+
+    def named_track(self, name: str, device: str) -> int:
+        """A track that is neither a thread nor a CUDA stream (a live run's collectives: ``gloo`` on ``cpu``)."""
+        key = ("named", device, name)
+        idx = self._track_index.get(key)
+        if idx is None:
+            idx = self._track_index[key] = len(self.tracks)
+            self.tracks.append(Track(name, device, "stream"))
+        return idx
+
+    def add_rows(self, rows: list[tuple[int, int, int, int, int, int, int]]) -> None:
+        """Timeline rows (node, track, start, dur, category, flags, correlation) found outside the fold."""
+        if rows:
+            self.rows.add_array(np.asarray(rows, dtype=np.int64))
 
     def fold(self) -> None:
         """Fold the records now in the tables (the tables' stores are emptied for the next window)."""

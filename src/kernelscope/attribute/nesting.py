@@ -256,7 +256,7 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
                     if val[i] >= 0 or k not in _CALL_ROWS:  # (a frame running on from an earlier window: no call)
                         count[node] += 1
                 if label in watch:
-                    watched((label, node, t, s))
+                    watched((label, node, t, s, e_))
                 if k in (K_OP, K_REGION):
                     sq = seq[i]
                     if sq >= 0 and fw[i] <= 0 and (not is_bw_thread or sq not in fwd_seq or sq in fwd_seq_from_bw):

@@ -15,6 +15,7 @@ from .validate import positive_int
 EXAMPLES = """\
 examples:
   kernelscope import traces/ --store job/   # first: the job as a store
+  torchrun --nproc_per_node 4 --no-python kernelscope run --max-overhead 0 --store job/ train.py   # or live
   kernelscope ranks job/                    # straggler, skewed collectives, exposed communication, spread
   kernelscope ranks job/ --json             # documented JSON (schema 1)
 
@@ -42,6 +43,11 @@ class RanksCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         if not is_store(args.store):
+            from ..store.live import missing_ranks_line
+
+            unfinished = missing_ranks_line(args.store)
+            if unfinished is not None:
+                raise BadInputError(unfinished)
             what = "no such folder" if not os.path.exists(args.store) else "not a kernelscope store"
             raise BadInputError(
                 f"{args.store}: {what} (write one with: kernelscope import TRACES --store {args.store})"

@@ -20,6 +20,8 @@ from ..collect.signals import Terminated, end_as, held, terminating
 from ..errors import BadInputError
 from ..render.json_view import dump
 from .history import add_run_arguments, record_run
+from .run_job import add_arguments as add_job_arguments
+from .run_job import output_for, rank_metadata, write_store
 from .stdout import program_output_to_stderr
 from .validate import non_negative_float, non_negative_int, positive_int
 
@@ -108,6 +110,7 @@ class RunCommand:
             help="which profiler to use (default: jax when the program imports jax and not torch, else torch)",
         )
         add_run_arguments(parser)
+        add_job_arguments(parser)  # launchers: --store (cli/run_job.py)
         parser.add_argument("-m", dest="module", action="store_true", help="run a module, like python -m")
         parser.add_argument("target", metavar="SCRIPT|MODULE")
         parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
@@ -117,7 +120,7 @@ class RunCommand:
         from ..collect.runner import check_target
 
         check_target(args.target, args.module)
-        output = args.output or _default_output(args.target, args.module)
+        output = output_for(args, args.output or _default_output(args.target, args.module))  # a launcher's rank
         out_dir = os.path.dirname(os.path.abspath(output))
         if not os.path.isdir(out_dir):
             raise BadInputError(f"{output}: folder {out_dir} does not exist")
@@ -162,6 +165,7 @@ class RunCommand:
             print(f"kernelscope: {problem}{note}", file=sys.stderr)
             return int(outcome.exit_code) or 2
         print(f"kernelscope: profile saved to {saved}{note}", file=sys.stderr)
+        write_store(args, profile)  # --store: this rank's tables into the job store (cli/run_job.py)
         record_run(profile, saved, args)
         if outcome.signal:
             end_as(outcome.signal)  # the exit status the signal gives (143 for SIGTERM)
@@ -265,6 +269,7 @@ def _say_saving() -> None:
 
 def _save(profile: Any, output: str) -> tuple[str, str | None]:
     """Save to ``output``; when that fails, to a temporary file that the message names."""
+    profile.metadata.update(rank_metadata())  # under a launcher: rank, world size, job (cli/run_job.py)
     try:
         profile.save(output)
         return output, None

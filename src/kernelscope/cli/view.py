@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..analysis.metrics import MetricSpec, parse_metrics
 from ..analysis.summary import summarize
@@ -20,6 +20,9 @@ from ..render.json_view import dump, grouped_json, tree_json, with_coverage
 from ..render.table_text import render_grouped
 from ..render.tree_text import levels_that_fit, render_tree
 from .validate import fraction_pct, non_negative_int
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 DEFAULT_METRICS = ["time/%", "count"]  # after a time column in the unit that suits the profile
 TREE_THRESHOLD = 1.0
@@ -230,14 +233,15 @@ def view_json(profile: Profile, args: argparse.Namespace) -> tuple[dict[str, Any
     return with_coverage(grouped_json(g), profile), 0
 
 
-def show(profile: Profile, args: argparse.Namespace) -> None:
+def show(profile: Profile, args: argparse.Namespace, console: Console | None = None) -> None:
+    """Print the view to ``console`` (default: stdout's, make_console)."""
     if with_defaults(args).json:
         doc, depth = view_json(profile, args)
         dump(doc, depth_hint=depth)
         return
     args, plan, base = _prepared(profile, args)
     by = args.by
-    console = make_console()
+    console = console or make_console()
     summary = summarize(base)
     if by == "tree":
         fitted = _fit_tree(base, args, plan.columns, levels_that_fit(console.width, plan.specs))

@@ -165,6 +165,10 @@ class profile(contextlib.ContextDecorator):
     def __exit__(self, *exc: object) -> None:
         self.result = finalize(self.path)
 
+    def _repr_html_(self) -> str | None:
+        """In a notebook, after the block: the profile (kernelscope.notebook)."""
+        return None if self.result is None else self.result._repr_html_()
+
     def __call__(self, func: F) -> F:  # type: ignore[override]
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:

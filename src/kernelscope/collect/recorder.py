@@ -17,6 +17,7 @@ from ._process import _quiet_fd
 from .continued import Chain, OpenFrames
 from .safepoint import StackSafety, in_backward
 from .sampling import Sampling
+from .torch_compat import stop_profiler
 from .torch_fold import WindowFolder
 
 # The profiler's results sit in reference cycles: collected once this many events were folded since the
@@ -95,8 +96,7 @@ class Recorder:
                 use_device="cuda" if self.cuda else None,
                 record_shapes=self.sampling.window_shapes,
                 profile_memory=self.sampling.window_memory,
-                with_stack=True,
-                with_modules=True,
+                with_stack=True,  # module paths: modules.py (with_modules: TorchScript only, deprecated in 2.15)
             )
             prof._kernelscope_own = True  # type: ignore[attr-defined]  # not the program's own profiler (foreign.py)
             prof.__enter__()  # type: ignore[no-untyped-call]
@@ -122,12 +122,16 @@ class Recorder:
         self.recorded_seconds += window
         cpu = time.process_time() - self._cpu
         with _quiet_fd(2):
-            prof.__exit__(None, None, None)
+            lost = stop_profiler(prof)  # (torch 2.5 may fail to post-process a window: torch_compat.py)
+        if lost is not None and lost not in self.warnings:
+            self.warnings.append(lost)
         self._ran_on.at_close()
         self.safety.stopped(skip=skip + 1, compile_entry=compile_entry)
         t0 = time.perf_counter()
         ops0 = self._op_seconds()
-        events = self._fold(prof.kineto_results, shapes=self.sampling.window_shapes, continued=self._chain)
+        events = 0
+        if lost is None:
+            events = self._fold(prof.kineto_results, shapes=self.sampling.window_shapes, continued=self._chain)
         ops = self._op_seconds() - ops0
         # the profiler object sits in reference cycles with its results: break what we can and collect the
         # rest here, not in a later timed step (without the collection peak memory grows with the run)

@@ -320,13 +320,13 @@ class TorchEvents:
 
 
 def casts_by_line(
-    watched: Iterable[tuple[int, int, int, int]],
+    watched: Iterable[tuple[int, int, int, int, int]],
     casts: dict[tuple[int, int], tuple[str, str]],
     line_of: Callable[[int], tuple[str, int] | None],
     into: Counter[tuple[str, int, str, str]],
 ) -> None:
     """The casts of a folded window by the user line their node sits under (the dtype round-trip rule)."""
-    for _label, node, thread, start in watched:
+    for _label, node, thread, start, _end in watched:
         cast = casts.get((thread, start))
         if cast is None:
             continue

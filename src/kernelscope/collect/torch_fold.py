@@ -16,9 +16,24 @@ from typing import Any
 from ..attribute.engine import Attributor, Placer
 from ..attribute.tables import EventTables
 from ..model import Frame, FrameKind, Profile, ProfileBuilder
+from ..model.timeline import Category
 from .continued import Chain
 from .torch_events import TorchEvents, casts_by_line
 from .torch_meta import is_device_event
+
+# The collectives a process group runs, as the dispatcher records them on the calling thread (c10d ops; the
+# functional collectives torch.compile and DTensor use): each call becomes a timeline row on the ``collectives``
+# track, so that `kernelscope ranks` matches them across the ranks of a live job. Point-to-point ops pair two
+# ranks, not the group: left out.
+_COLLECTIVE_PREFIXES = ("c10d::", "_c10d_functional::", "c10d_functional::")
+_NOT_COLLECTIVES = frozenset({"send", "recv_", "recv_any_source_", "wait_tensor", "wait"})
+COLLECTIVES_TRACK = "collectives"
+_LAUNCH_IN_TRACE = 1  # timeline flag: the call is in the trace
+
+
+def is_collective_op(name: str) -> bool:
+    prefix = next((p for p in _COLLECTIVE_PREFIXES if name.startswith(p)), None)
+    return prefix is not None and name[len(prefix) :] not in _NOT_COLLECTIVES
 
 
 class WindowFolder:
@@ -34,6 +49,8 @@ class WindowFolder:
         self.scope_metrics = scope_metrics
         # dtype conversions by (file, line, from, to): the dtype round-trip rule reads them
         self.casts: collections.Counter[tuple[str, int, str, str]] = collections.Counter()
+        self._collectives: set[int] = set()  # labels of collective ops seen so far
+        self._frames_seen = 0
 
     @property
     def builder(self) -> ProfileBuilder:
@@ -96,7 +113,13 @@ class WindowFolder:
 
     def _watch_labels(self) -> frozenset[int]:
         """The frames whose nodes the engine reports: casts, and scopes the program passed metrics for."""
-        labels = {self.events.cast_label}
+        frames = self.tables.frames
+        for label in range(self._frames_seen, len(frames)):
+            f = frames[label]
+            if f.kind is FrameKind.OP and is_collective_op(f.name):
+                self._collectives.add(label)
+        self._frames_seen = len(frames)
+        labels = {self.events.cast_label, *self._collectives}
         for name, queue in self.scope_metrics.items():
             if queue:
                 labels.add(self.tables.frame(Frame.scope(name)))
@@ -112,12 +135,18 @@ class WindowFolder:
         if casts and self.events.casts:
             casts_by_line(casts, self.events.casts, self._line_of, self.casts)
         self.events.casts.clear()
-        for label, node, _thread, _start in watched:
+        rows = []
+        for label, node, _thread, start, end in watched:
             if label == cast_label:
+                continue
+            if label in self._collectives:
+                track = engine.named_track(COLLECTIVES_TRACK, "cpu")
+                rows.append((node, track, start, end - start, int(Category.COMM), _LAUNCH_IN_TRACE, -1))
                 continue
             queue = self.scope_metrics.get(self.tables.frames[label].name)
             if queue:
                 b.add_many(node, queue.popleft())
+        engine.add_rows(rows)
 
     def _line_of(self, node: int) -> tuple[str, int] | None:
         b = self.builder

@@ -10,6 +10,7 @@ prefixes to count as user code (e.g. to profile a library you develop in site-pa
 from __future__ import annotations
 
 import os
+import re
 import sys
 import sysconfig
 from functools import lru_cache
@@ -97,6 +98,18 @@ FRAMEWORK_PACKAGES = frozenset(
         "urllib3",
         "msgspec",
         "rich",
+        # a notebook's kernel: the machinery that runs a cell, not the cell
+        "IPython",
+        "ipykernel",
+        "ipykernel_launcher",
+        "jupyter_client",
+        "jupyter_core",
+        "traitlets",
+        "tornado",
+        "zmq",
+        "comm",
+        "debugpy",
+        "nest_asyncio",
         "site-packages",
         "dist-packages",
     }
@@ -121,9 +134,21 @@ def is_program_file(filename: str) -> bool:
     return is_user_file(filename) and _installed_package(os.path.realpath(resolve(filename))) is None
 
 
+# A notebook cell's code: ipykernel names it /tmp/ipykernel_<pid>/<hash>.py (no such file is written),
+# terminal IPython <ipython-input-<n>-<hash>>
+_NOTEBOOK_CELL = re.compile(r"(?:.*[/\\]ipykernel_\d+[/\\]\d+\.py|<ipython-input-\d+-[0-9a-f]+>)")
+
+
+def is_notebook_cell(filename: str) -> bool:
+    return _NOTEBOOK_CELL.fullmatch(filename) is not None
+
+
 @lru_cache(maxsize=8192)
 def is_user_file(filename: str) -> bool:
-    """True for a real source file that is the user's code (``filename`` as recorded or absolute)."""
+    """True for a real source file that is the user's code (``filename`` as recorded or absolute), or a notebook
+    cell's code."""
+    if is_notebook_cell(filename):
+        return True
     if not filename or filename.startswith("<"):
         return False  # <string>, <frozen ...>, <built-in>, generated code
     real = os.path.realpath(resolve(filename))

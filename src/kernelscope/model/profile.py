@@ -142,6 +142,18 @@ class Profile:
 
         return view(self, by=by, **options)
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """In IPython: one line, not every array."""
+        argv = self.metadata.get("argv") or self.metadata.get("command") or ""
+        what = f" of {' '.join(map(str, argv))}" if isinstance(argv, list) and argv else ""
+        printer.text(f"<kernelscope Profile{what}: {len(self)} contexts, metrics {', '.join(self.metrics)}>")
+
+    def _repr_html_(self) -> str:
+        """In a notebook: the tree and the interactive report (kernelscope.notebook), offline."""
+        from ..notebook import profile_html
+
+        return profile_html(self)
+
     def replace(self, **changes: Any) -> Profile:
         from dataclasses import replace
 

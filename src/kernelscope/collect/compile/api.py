@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-TESTED_TORCH = ((2, 13),)  # versions whose private APIs this package was written against
+# versions whose private APIs this package was tested against (docs/run.md's table; 2.5 lacks provenance)
+TESTED_TORCH = ((2, 13), (2, 15))
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,10 @@ def probe() -> tuple[Api | None, list[str]]:
         dynamo_utils=utils,
     )
     return api, []
+
+
+def tested_versions() -> str:
+    return ", ".join(f"{a}.{b}" for a, b in TESTED_TORCH)
 
 
 def torch_version_tested(version: str) -> bool:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import api as private
-from .api import Api, Saved, probe, torch_version_tested
+from .api import Api, Saved, probe, tested_versions, torch_version_tested
 from .diagnostics import (
     GraphBreak,
     Recompile,
@@ -84,7 +84,7 @@ class CompileCapture:
         if not torch_version_tested(str(api.torch.__version__)):
             self.warn(
                 f"torch {api.torch.__version__} is not a version kernelscope's compile provenance was tested with "
-                "(2.13); attribution of compiled kernels may be incomplete"
+                f"({tested_versions()}); attribution of compiled kernels may be incomplete"
             )
         s = self._saved
         private.set_config(api, s, disable_caches=self.disable_caches)

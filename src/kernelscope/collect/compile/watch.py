@@ -1,5 +1,9 @@
 """When torch.compile starts and ends compiling (Dynamo's compilation callbacks), added and removed
-without touching anyone else's."""
+without touching anyone else's.
+
+The callbacks take whatever Dynamo passes: torch >= 2.6 calls them with a ``CallbackArgs``, torch 2.5 with
+nothing (a callback that required the argument raised ``TypeError`` into the program's compile there).
+"""
 
 from __future__ import annotations
 
@@ -20,10 +24,10 @@ class CompileWatch:
         except ImportError:  # pragma: no cover - older torch
             return
 
-        def started(_args: Any) -> None:
+        def started(*_args: Any) -> None:
             self._started()
 
-        def ended(_args: Any) -> None:
+        def ended(*_args: Any) -> None:
             self._ended()
 
         callback_handler.register_start_callback(started)

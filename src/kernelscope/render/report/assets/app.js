@@ -137,7 +137,11 @@ class App {
     if (s.focusPath) h.set("focus", s.focusPath);
     const hidden = this.model.kinds.filter((k) => !this.visible[k]);
     if (hidden.length) h.set("hide", hidden.join(","));
-    history.replaceState(null, "", "#" + h.toString());
+    try {
+      history.replaceState(null, "", "#" + h.toString());
+    } catch (e) {
+      // embedded as <iframe srcdoc> (a notebook's output): no URL of its own to keep the view in
+    }
   }
 
   buildControls() {

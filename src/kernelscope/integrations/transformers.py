@@ -1,0 +1,41 @@
+"""A Hugging Face ``TrainerCallback``: ``Trainer(..., callbacks=[KernelscopeCallback("train.ksprof")])``.
+
+Recording starts when training starts, each optimizer step (``on_step_end``) is a kernelscope step, and the
+profile is written when training ends; ``options`` are ``kernelscope.profile()``'s (``max_overhead``, ``steps``,
+``skip_first``, ``shapes``, ...). After training, ``.result`` holds it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from transformers import TrainerCallback
+
+from ..model import Profile
+from ._session import TrainerSession
+
+
+class KernelscopeCallback(TrainerCallback):  # type: ignore[misc]
+    def __init__(self, path: str = "trainer.ksprof", **options: Any) -> None:
+        self._session = TrainerSession(path, options, "transformers.Trainer")
+
+    @property
+    def result(self) -> Profile | None:
+        """The run's profile, once training ended."""
+        return self._session.profile
+
+    @property
+    def saved(self) -> str | None:
+        return self._session.saved
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._session.begin(getattr(args, "local_rank", None) if getattr(args, "local_rank", -1) >= 0 else None)
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._session.step()
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._session.end()
+
+
+__all__ = ["KernelscopeCallback"]
