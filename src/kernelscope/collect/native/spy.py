@@ -1,0 +1,130 @@
+"""The sampler process: py-spy reading this process's native stacks from outside (``record --native``).
+
+py-spy attaches with ptrace; without the permission (``kernel.yama.ptrace_scope``, containers without
+``CAP_SYS_PTRACE``) it exits at once, and the run goes on without native samples (one line says so).
+It writes a chrometrace file (chrome.py) when it is interrupted. Its clock is the monotonic clock, counted
+from an instant shortly before it printed that it is sampling: ``ready_ns`` (monotonic) is when this process
+read that line, which bounds that instant (align.py).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+RATE_DEFAULT = 50  # samples a second (benchmarks/native_cost.py: what it costs the program)
+ATTACH_SECONDS = 30.0  # py-spy reads the symbols of every loaded library before its first sample
+STOP_SECONDS = 30.0
+
+
+class SpyUnavailable(Exception):
+    """Native sampling cannot run here (one line, for the profile's notes)."""
+
+
+def find_py_spy() -> str | None:
+    return shutil.which("py-spy")
+
+
+class Spy:
+    """One py-spy ``record`` process sampling ``pid`` at ``rate`` until ``stop()``."""
+
+    def __init__(self, pid: int, rate: int) -> None:
+        exe = find_py_spy()
+        if exe is None:
+            raise SpyUnavailable("py-spy is not installed (pip install 'kernelscope[native]')")
+        self.rate = rate
+        self.dir = tempfile.mkdtemp(prefix="kernelscope-native-")
+        self.path = os.path.join(self.dir, "samples.json")
+        self.started_ns = time.monotonic_ns()
+        self.ready_ns: int | None = None
+        self.samples = 0
+        self.errors = 0
+        self.failure = ""
+        self._ready = threading.Event()
+        self._lines: list[str] = []
+        self.proc = subprocess.Popen(
+            [
+                exe,
+                "record",
+                "--native",
+                "--idle",
+                "--threads",
+                "--pid",
+                str(pid),
+                "--rate",
+                str(rate),
+                "--format",
+                "chrometrace",
+                "--output",
+                self.path,
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            start_new_session=True,  # a Ctrl-C at the terminal is the program's, not py-spy's
+        )
+        self._reader = threading.Thread(target=self._read, name="kernelscope-native", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if self.ready_ns is None and "Sampling process" in line:
+                self.ready_ns = time.monotonic_ns()
+                self._ready.set()
+            self._lines.append(line.strip())
+            if "Samples:" in line:
+                for part in line.replace(",", " ").split("Samples:", 1)[1].split():
+                    if part.isdigit():
+                        self.samples = int(part)
+                        break
+                if "Errors:" in line:
+                    tail = line.split("Errors:", 1)[1].split()
+                    self.errors = int(tail[0]) if tail and tail[0].isdigit() else 0
+        self._ready.set()
+
+    def wait_ready(self, timeout: float = ATTACH_SECONDS) -> bool:
+        """Until py-spy samples (or failed); False with ``failure`` set when it cannot."""
+        self._ready.wait(timeout)
+        if self.ready_ns is None:
+            self.failure = self._reason()
+            return False
+        return True
+
+    def _reason(self) -> str:
+        text = " ".join(self._lines)
+        if "Permission Denied" in text or "Operation not permitted" in text:
+            return "no permission to read this process (ptrace): run as root or set kernel.yama.ptrace_scope=0"
+        if self.proc.poll() is None:
+            return f"py-spy did not start sampling within {ATTACH_SECONDS:g} s"
+        last = self._lines[-1] if self._lines else f"exit code {self.proc.returncode}"
+        return f"py-spy could not sample this process ({last[:200]})"
+
+    def stop(self) -> str | None:
+        """Interrupt py-spy; returns the samples file, or None (``failure`` says why)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                self.failure = f"py-spy did not stop within {STOP_SECONDS:g} s"
+                return None
+        self._reader.join(5.0)
+        if self.ready_ns is None and not self.failure:
+            self.failure = self._reason()
+        if not os.path.exists(self.path):
+            self.failure = self.failure or self._reason()
+            return None
+        return self.path
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
