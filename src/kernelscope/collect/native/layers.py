@@ -3,9 +3,12 @@
 The rule (documented in docs/native.md): walk the native frames below the innermost Python frame from the
 innermost outwards; the first frame that one of these tests claims decides, in this order per frame:
 
-1. **kernel library (LIB)**: the frame's shared object is a kernel library: a BLAS/LAPACK/oneDNN/MKL/SLEEF
-   build (``openblas``, ``mkl``, ``dnnl``, ``blas``, ``sleef``, ``xsmm``), or Inductor's generated code
-   (a shared object under a ``torchinductor`` cache folder). LIB is its file name.
+1. **kernel library (LIB)**: the frame's symbol is a vendor kernel library's, linked into torch
+   (``mkl_``/``MKL_``: LIB = MKL; ``dnnl``/``mkldnn``/``ideep``: oneDNN; ``sgemm_``/``dgemm_``/``cblas_``: BLAS),
+   or its shared object is a kernel library: a BLAS/LAPACK/oneDNN/MKL/SLEEF build (``openblas``, ``mkl``,
+   ``dnnl``, ``blas``, ``sleef``, ``xsmm``), the OpenMP runtime the kernels run their threads on (``gomp``,
+   ``iomp``, ``libomp``), or Inductor's generated code (a shared object under a ``torchinductor`` cache
+   folder). LIB is then its file name.
 2. **allocator**: the symbol is an allocator's (``malloc``, ``free``, ``calloc``, ``realloc``,
    ``posix_memalign``, ``c10::alloc_cpu``, ``c10::free_cpu``, ``*Allocator*``, ``at::detail::empty``).
 3. **kernel library (ATen native)**: the symbol is ATen's CPU kernel code (``at::native::``, ``at::vec``,
@@ -37,13 +40,19 @@ KERNEL_PREFIX = "kernel library: "
 ATEN = KERNEL_PREFIX + "ATen native"
 LAYERS_FIXED = (PYTHON, DISPATCH, AUTOGRAD, ALLOCATOR, OTHER)
 
-_KERNEL_LIBS = re.compile(r"openblas|mkl|dnnl|blas|lapack|sleef|xsmm|cublas|cudnn", re.IGNORECASE)
+_KERNEL_LIBS = re.compile(r"openblas|mkl|dnnl|blas|lapack|sleef|xsmm|cublas|cudnn|gomp|iomp|libomp", re.IGNORECASE)
+_KERNEL_SYMBOLS = (
+    (re.compile(r"^(?:mkl_|MKL_)"), "MKL"),
+    (re.compile(r"dnnl|mkldnn|ideep"), "oneDNN"),
+    (re.compile(r"^(?:[sdcz]gemm_|cblas_|[sd]gemv_)"), "BLAS"),
+)
 _ALLOC = re.compile(
     r"^(?:__libc_)?(?:malloc|free|calloc|realloc|posix_memalign|aligned_alloc|memalign)$"
     r"|^c10::(?:alloc_cpu|free_cpu)|Allocator|^at::detail::empty|^at::empty_cpu"
 )
 _ATEN = re.compile(
-    r"^at::(?:native::|vec::|internal::|parallel_for|vectorized_loop|\(anonymous namespace\)::.*kernel)|mkldnn|ideep"
+    r"^at::(?:native::|vec::|internal::|parallel_for|vectorized_loop|TensorIteratorBase::(?:for_each|serial_for_each))"
+    r"|^at::\(anonymous namespace\)::.*kernel|^c10::function_ref<void \(char\*\*"
 )
 _AUTOGRAD = re.compile(
     r"^torch::autograd::(?:Engine|Node|InputBuffer|generated::|AccumulateGrad|impl::|CppNode|python::PythonEngine)"
@@ -66,6 +75,9 @@ def is_kernel_library(library_path: str) -> bool:
 
 def frame_layer(symbol: str, library_path: str) -> str | None:
     """The layer one native frame claims, or None (passed over)."""
+    for pattern, name in _KERNEL_SYMBOLS:
+        if pattern.search(symbol):
+            return KERNEL_PREFIX + name
     if library_path and is_kernel_library(library_path):
         return KERNEL_PREFIX + os.path.basename(library_path)
     if _ALLOC.search(symbol):

@@ -23,10 +23,11 @@ import numpy.typing as npt
 from ...model import Frame, FrameKind, ProfileBuilder
 from ..userframes import display_path, is_user_file
 from .chrome import Segment, StackFrame
-from .layers import PYTHON, sample_layer
+from .layers import OTHER, PYTHON, sample_layer
 
 MIN_SAMPLES = 3
 INTERPRETER = "Python / interpreter"
+NO_NATIVE = "[no native frames read]"
 
 
 @dataclass
@@ -102,7 +103,7 @@ def leaf_frame(native: Sequence[StackFrame]) -> Frame:
             return Frame.native(f.name, os.path.basename(f.file), layer)
     if native:
         return Frame.native("[unresolved]", os.path.basename(native[-1].file), layer)
-    return Frame.native(INTERPRETER, "", PYTHON)
+    return Frame.native(NO_NATIVE, "", OTHER)  # inside an op py-spy read no native frame: not the interpreter
 
 
 def place(segments: Sequence[Segment], flat: Flat, offset_ns: int, builder: ProfileBuilder) -> Placed:
