@@ -23,10 +23,13 @@ import numpy as np
 from ...model import FrameKind, ProfileBuilder
 from .align import EARLY_NS, Alignment, fit_offset, op_names_of
 from .chrome import read_segments
+from .marks import bounds, phase_of, run_marks
 from .place import MIN_SAMPLES, apply, flatten, native_part, place
 from .spy import RATE_DEFAULT, Spy, SpyUnavailable
 
 __all__ = ["MIN_SAMPLES", "RATE_DEFAULT", "NativeSampling"]
+
+STAMP_NS = 5_000_000  # the most py-spy is taken to need between taking a sample and stamping it
 
 
 class NativeSampling:
@@ -39,6 +42,8 @@ class NativeSampling:
         self.spans: list[tuple[int, int, int]] = []
         self.windows: list[tuple[int, int]] = []
         self.failure = ""
+        self.marks: list[int] = []
+        self.clock_from = ""
         self.spy: Spy | None = None
         try:
             self.spy = Spy(pid if pid is not None else os.getpid(), rate)
@@ -52,6 +57,8 @@ class NativeSampling:
             self.failure = self.spy.failure
             self.spy.cleanup()
             self.spy = None
+            return
+        self.marks = run_marks()
 
     @property
     def on(self) -> bool:
@@ -109,6 +116,7 @@ class NativeSampling:
                 "samples_in_ops": round(placed.in_ops_ns / interval_ns),
                 "samples_between_ops": round(placed.between_ops_ns / interval_ns),
                 "samples_outside_windows": round(placed.outside_windows_ns / interval_ns),
+                "samples_in_kernelscope": round(placed.own_ns / interval_ns),
                 "ops_split": applied.split_ops,
                 "ops_below_min_samples": applied.thin_ops,
                 "clock": {
@@ -116,24 +124,38 @@ class NativeSampling:
                     "matched": alignment.matched,
                     "informative": alignment.informative,
                     "searched_ms": alignment.bound_ns / 1e6,
+                    "bounded_by": self.clock_from,
                 },
             }
         )
         line = (
             f"native samples: {spy.samples} at {self.rate}/s (py-spy, from outside): "
             f"~{meta['samples_in_ops']} in ops, ~{meta['samples_between_ops']} between ops (Python / interpreter), "
+            f"~{meta['samples_in_kernelscope']} in kernelscope's hooks (left out), "
             f"~{meta['samples_outside_windows']} outside the recorded windows; ops split where they have "
             f">= {MIN_SAMPLES} samples ({applied.split_ops} ops; {applied.thin_ops} with fewer left whole); "
-            f"clock aligned on {alignment.matched} of {alignment.informative} samples naming their op"
+            f"clock: bounded by {self.clock_from} to {alignment.bound_ns / 1e6:.1f} ms, fitted on {alignment.matched} of "
+            f"{alignment.informative} samples naming their op"
         )
         return meta, line
 
     def _align(self, segments: list[Any], mine: list[Any], flat: Any, builder: ProfileBuilder, spy: Spy) -> Alignment:
         assert spy.ready_ns is not None
-        first_us = min((s.start_us for s in segments), default=0)
-        ready = spy.ready_ns + self.real_minus_mono
-        low = ready - first_us * 1000 - EARLY_NS
-        high = ready - first_us * 1000 + int(10e9 / self.rate) + EARLY_NS
+        first: dict[int, int] = {}
+        for s in mine:
+            k = next((phase_of(f.name) for f in reversed(s.stack) if f.python and phase_of(f.name) is not None), None)
+            if k is not None and k not in first:
+                first[k] = s.start_us
+        marked = bounds(self.marks, first, STAMP_NS)
+        if marked is not None:
+            self.clock_from = f"clock marks ({len(first)} phases sampled)"
+            low, high = marked[0] + self.real_minus_mono - STAMP_NS, marked[1] + self.real_minus_mono
+        else:  # (no mark sampled: bounded by py-spy's ready line alone)
+            self.clock_from = "py-spy's start alone"
+            first_us = min((s.start_us for s in segments), default=0)
+            ready = spy.ready_ns + self.real_minus_mono
+            low = ready - first_us * 1000 - EARLY_NS
+            high = ready - first_us * 1000 + int(10e9 / self.rate) + EARLY_NS
         names: dict[str, int] = {}
         seg_name = np.asarray(
             [

@@ -18,7 +18,9 @@ innermost outwards; the first frame that one of these tests claims decides, in t
 5. **torch dispatch and argument handling**: ``c10::Dispatcher``, ``c10::impl::``, ``c10::OperatorHandle``,
    ``at::_ops::``, ``torch::autograd::VariableType``, ``torch::ADInplaceOrView``, ``THPVariable_``,
    ``torch::PythonArgParser``, ``torch::utils::``, ``pybind11``, any symbol of ``libtorch_python``.
-6. **Python interpreter**: a symbol of the interpreter (``_PyEval``, ``PyObject_``, ``_PyObject``,
+6. **profiler**: torch's profiler recording the op (``torch::profiler::``, ``libkineto``, ``at::RecordFunction``):
+   the cost of recording, in the op's time as torch measures it.
+7. **Python interpreter**: a symbol of the interpreter (``_PyEval``, ``PyObject_``, ``_PyObject``,
    ``PyEval``, ``_Py``, ``Py``-prefixed C API) or a frame in ``libpython``/the ``python`` executable.
 
 Frames no test claims (libc's ``memcpy``, ``std::`` helpers, unresolved addresses) are passed over; a sample
@@ -35,10 +37,14 @@ PYTHON = "Python interpreter"
 DISPATCH = "torch dispatch/args"
 AUTOGRAD = "autograd engine"
 ALLOCATOR = "allocator"
+PROFILER = "profiler (recording)"
 OTHER = "other"
 KERNEL_PREFIX = "kernel library: "
 ATEN = KERNEL_PREFIX + "ATen native"
-LAYERS_FIXED = (PYTHON, DISPATCH, AUTOGRAD, ALLOCATOR, OTHER)
+LAYERS_FIXED = (PYTHON, DISPATCH, AUTOGRAD, ALLOCATOR, PROFILER, OTHER)
+_PROFILER = re.compile(
+    r"^torch::profiler::|^libkineto::|^at::RecordFunction|^at::(?:anonymous namespace)?::?RecordFunction"
+)
 
 _KERNEL_LIBS = re.compile(r"openblas|mkl|dnnl|blas|lapack|sleef|xsmm|cublas|cudnn|gomp|iomp|libomp", re.IGNORECASE)
 _KERNEL_SYMBOLS = (
@@ -75,17 +81,19 @@ def is_kernel_library(library_path: str) -> bool:
 
 def frame_layer(symbol: str, library_path: str) -> str | None:
     """The layer one native frame claims, or None (passed over)."""
+    if library_path and is_kernel_library(library_path):
+        return KERNEL_PREFIX + os.path.basename(library_path)
     for pattern, name in _KERNEL_SYMBOLS:
         if pattern.search(symbol):
             return KERNEL_PREFIX + name
-    if library_path and is_kernel_library(library_path):
-        return KERNEL_PREFIX + os.path.basename(library_path)
     if _ALLOC.search(symbol):
         return ALLOCATOR
     if _ATEN.search(symbol):
         return ATEN
     if _AUTOGRAD.search(symbol):
         return AUTOGRAD
+    if _PROFILER.search(symbol) or "kineto" in library_path:
+        return PROFILER
     base = os.path.basename(library_path)
     if _DISPATCH.search(symbol) or base.startswith("libtorch_python"):
         return DISPATCH

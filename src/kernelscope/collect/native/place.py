@@ -2,7 +2,8 @@
 
 A sample (a segment of py-spy's trace, chrome.py) taken inside an op goes under that op as a ``native``
 frame: its innermost resolved native symbol and library, with its layer (layers.py); one outside every op
-goes under its innermost user Python line as ``Python / interpreter``. Its time is its segment's (py-spy
+goes under its innermost user Python line as ``Python / interpreter``; one in kernelscope's own Python code
+(its hooks) is kernelscope's cost, counted apart and placed nowhere. Its time is its segment's (py-spy
 samples at a rate: a segment of k equal samples lasts about k intervals), cut at the end of the window.
 An op's native children take their time out of the op's own host time (``cpu_time_ns``, and ``time_ns``
 on a run without a device), so the op's total is unchanged and its ``self`` is what no sample saw; when
@@ -26,6 +27,7 @@ from .chrome import Segment, StackFrame
 from .layers import OTHER, PYTHON, sample_layer
 
 MIN_SAMPLES = 3
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 INTERPRETER = "Python / interpreter"
 NO_NATIVE = "[no native frames read]"
 
@@ -83,6 +85,7 @@ class Placed:
     under_ops: dict[int, dict[Frame, float]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(float)))
     interpreter: dict[int, float] = field(default_factory=lambda: defaultdict(float))
     outside_windows_ns: float = 0.0
+    own_ns: float = 0.0  # samples in kernelscope's own Python code (its hooks): its cost, not the program's
     in_ops_ns: float = 0.0
     between_ops_ns: float = 0.0
 
@@ -119,6 +122,9 @@ def place(segments: Sequence[Segment], flat: Flat, offset_ns: int, builder: Prof
             out.outside_windows_ns += dur
             continue
         dur = min(seg.end_us * 1000 + offset_ns, wins[wi][1]) - t
+        if _in_own_hooks(seg.stack):
+            out.own_ns += dur
+            continue
         i = int(np.searchsorted(flat.start, t, side="right")) - 1
         if i >= 0 and t < flat.end[i]:
             out.under_ops[int(flat.node[i])][leaf_frame(native_part(seg.stack))] += dur
@@ -128,6 +134,12 @@ def place(segments: Sequence[Segment], flat: Flat, offset_ns: int, builder: Prof
         out.interpreter[node] += dur
         out.between_ops_ns += dur
     return out
+
+
+def _in_own_hooks(stack: Sequence[StackFrame]) -> bool:
+    """Is kernelscope's own Python code running inside the program's innermost frame (one of its hooks)?"""
+    user = max((i for i, f in enumerate(stack) if f.python and is_user_file(f.file)), default=-1)
+    return any(f.python and f.file.startswith(_OWN_DIR) for f in stack[user + 1 :])
 
 
 def _line_node(stack: Sequence[StackFrame], flat: Flat, i: int, builder: ProfileBuilder) -> int:
