@@ -4,17 +4,22 @@ and skip when py-spy cannot attach here."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from conftest import REPO, build
+from conftest import REPO, build, env_without_color
 from kernelscope.analysis.views import group
 from kernelscope.collect.native import layers
 from kernelscope.collect.native.align import fit_offset, op_names_of
 from kernelscope.collect.native.chrome import Segment, StackFrame, segments_of
 from kernelscope.collect.native.place import INTERPRETER, MIN_SAMPLES, apply, flatten, place
 from kernelscope.collect.userframes import display_path
-from kernelscope.model import Frame, FrameKind, ProfileBuilder
+from kernelscope.model import Frame, FrameKind, ProfileBuilder, load
 
 LIBTORCH = "/site-packages/torch/lib/libtorch_cpu.so"
 LIBPY = "/site-packages/torch/lib/libtorch_python.so"
@@ -207,3 +212,116 @@ def test_without_py_spy_the_run_goes_on_and_says_so_in_one_line(monkeypatch: pyt
     meta, line = sampling.finish(ProfileBuilder(), device_run=False)
     assert line == "native sampling unavailable: py-spy is not installed (pip install 'kernelscope[native]')"
     assert "\n" not in line and meta["unavailable"]
+
+
+# --- real programs (slow: py-spy reads torch's symbols before it samples) ---------------------------
+
+
+def _run_native(tmp: Path, script: str, *args: str) -> object:
+    from kernelscope.collect.native.spy import find_py_spy
+
+    if find_py_spy() is None:
+        pytest.skip("py-spy is not installed")
+    out = tmp / "native.ksprof"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kernelscope",
+            "run",
+            "--native",
+            "--max-overhead",
+            "0",
+            "--no-view",
+            "-o",
+            str(out),
+            str(REPO / "tests" / "fixtures" / script),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        env=env_without_color(),
+        timeout=300,
+        cwd=tmp,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    profile = load(str(out))
+    native = profile.metadata["native"]
+    if native.get("unavailable"):
+        pytest.skip(f"py-spy cannot sample here: {native['unavailable']}")
+    lines = [ln for ln in proc.stderr.splitlines() if "native samples:" in ln]
+    assert len(lines) == 1  # the one line the run states
+    return profile
+
+
+def _layer_times(profile: object, under: str | None = None) -> dict[str, float]:
+    p = profile  # a Profile
+    cpu = p.exclusive("cpu_time_ns")  # type: ignore[attr-defined]
+    out: dict[str, float] = {}
+    for n in range(1, len(p)):  # type: ignore[arg-type]
+        f = p.frames[p.frame[n]]  # type: ignore[attr-defined]
+        if f.kind is not FrameKind.NATIVE:
+            continue
+        if under is not None and under not in {a.name for a in p.path(n)}:  # type: ignore[attr-defined]
+            continue
+        out[f.cls] = out.get(f.cls, 0.0) + float(cpu[n])
+    return out
+
+
+@pytest.fixture(scope="module")
+def mlp_profile(tmp_path_factory: pytest.TempPathFactory) -> object:
+    return _run_native(tmp_path_factory.mktemp("mlp"), "native_mlp.py", "3.0")
+
+
+@pytest.fixture(scope="module")
+def tiny_profile(tmp_path_factory: pytest.TempPathFactory) -> object:
+    return _run_native(tmp_path_factory.mktemp("tiny"), "native_tinyops.py", "3.0")
+
+
+@pytest.mark.slow
+def test_a_matmul_heavy_model_spends_its_addmm_time_in_the_blas_library_under_its_line(mlp_profile: object) -> None:
+    p = mlp_profile
+    layers_in_addmm = _layer_times(p, under="aten::addmm")
+    kernels = sum(
+        v for k, v in layers_in_addmm.items() if k.startswith(layers.KERNEL_PREFIX + "MKL") or "blas" in k.lower()
+    )
+    assert kernels > 0.5 * sum(layers_in_addmm.values()), layers_in_addmm
+    # ... and those native frames sit under the model's line (native_mlp.py:17) and its Linear modules
+    src = (REPO / "tests" / "fixtures" / "native_mlp.py").read_text().splitlines()
+    model_line = next(i for i, text in enumerate(src, 1) if "y = model(x)" in text)
+    for n in range(1, len(p)):  # type: ignore[arg-type]
+        f = p.frames[p.frame[n]]  # type: ignore[attr-defined]
+        if f.kind is FrameKind.NATIVE and f.cls.startswith(layers.KERNEL_PREFIX + "MKL"):
+            path = p.path(n)  # type: ignore[attr-defined]
+            assert any(a.kind is FrameKind.PYTHON and a.line == model_line for a in path), [a.label() for a in path]
+            assert any(a.kind is FrameKind.MODULE and a.cls == "Linear" for a in path)
+    meta = p.metadata["native"]  # type: ignore[attr-defined]
+    assert meta["samples_in_ops"] > 0 and meta["ops_split"] >= 1 and meta["rate"] == 50
+
+
+@pytest.mark.slow
+def test_a_tiny_op_program_spends_its_host_time_in_dispatch_autograd_and_python_not_kernels(
+    tiny_profile: object,
+) -> None:
+    times = _layer_times(tiny_profile)
+    overhead = sum(
+        times.get(k, 0.0) for k in (layers.DISPATCH, layers.AUTOGRAD, layers.PYTHON, layers.ALLOCATOR, layers.PROFILER)
+    )
+    kernels = sum(v for k, v in times.items() if k.startswith(layers.KERNEL_PREFIX))
+    assert overhead > 2 * kernels, times
+
+
+@pytest.mark.slow
+def test_view_by_layer_of_a_real_run(mlp_profile: object, tmp_path: Path) -> None:
+    path = tmp_path / "p.ksprof"
+    mlp_profile.save(str(path))  # type: ignore[attr-defined]
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernelscope", "view", str(path), "--by", "layer", "--json"],
+        capture_output=True,
+        text=True,
+        env=env_without_color(),
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["key"]: r["metrics"] for r in json.loads(proc.stdout)["rows"]}
+    assert "kernel library: MKL" in rows and None in rows

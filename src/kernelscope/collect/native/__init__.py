@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 
 from ...model import FrameKind, ProfileBuilder
-from .align import EARLY_NS, Alignment, fit_offset, op_names_of
+from .align import ANY_OP, EARLY_NS, Alignment, fit_offset, op_names_of
 from .chrome import read_segments
+from .layers import KERNEL_PREFIX, sample_layer
 from .marks import bounds, phase_of, run_marks
 from .place import MIN_SAMPLES, apply, flatten, native_part, place
 from .spy import RATE_DEFAULT, Spy, SpyUnavailable
@@ -167,8 +168,11 @@ class NativeSampling:
         times: list[int] = []
         ids: list[tuple[int, ...]] = []
         for s in mine:
-            ops = op_names_of([f.name for f in native_part(s.stack)])
+            native = native_part(s.stack)
+            ops = op_names_of([f.name for f in native])
             known = tuple(names[o] for o in ops if o in names)
+            if not known and sample_layer([(f.name, f.file) for f in native]).startswith(KERNEL_PREFIX):
+                known = (ANY_OP,)
             if known:
                 times.append(s.start_us)
                 ids.append(known)

@@ -6,8 +6,10 @@ an instant of its own on the monotonic clock, shortly before it printed that it 
 came after py-spy said it is ready (read here at ``ready`` on the monotonic clock, converted to the wall
 clock by ``time.time_ns() - time.monotonic_ns()`` measured once) and a few sampling intervals after it.
 Within that bound the offset is the one under which the most samples taken inside an op name that op
-(their native stack holds ``at::_ops::<op>::call``, torch's dispatcher entry for it): one number for the
-whole run, fitted like any clock offset between two recorders (``Alignment.matched`` says how many agree).
+(their native stack holds ``at::_ops::<op>::call``, torch's dispatcher entry for it) or, for samples in a
+kernel library (whose stacks py-spy often cannot unwind past the kernel), fall inside some op (``ANY_OP``):
+one number for the whole run, fitted like any clock offset between two recorders (``Alignment.matched``
+says how many agree).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy.typing as npt
 
 EARLY_NS = 50_000_000  # how long before py-spy's ready line its first sample may be stamped (pipe, scheduling)
 COARSE_NS = 200_000
+ANY_OP = -3  # a sample's name id meaning: inside any op
 FINE_NS = 10_000
 
 
@@ -72,6 +75,7 @@ def fit_offset(
         for j, v in enumerate(ids[:4]):
             names[i, j] = v
     t = sample_us.astype(np.int64) * 1000
+    any_op = (names == ANY_OP).any(axis=1)
 
     def score(offsets: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         out = np.zeros(len(offsets), dtype=np.int64)
@@ -83,7 +87,7 @@ def fit_offset(
             idx = np.where(ok, idx, 0)
             inside = ok & (q < seg_end[idx])
             nm = np.where(inside, seg_name[idx], -1)
-            hit = (nm[:, :, None] == names[None, :, :]).any(axis=2)
+            hit = (nm[:, :, None] == names[None, :, :]).any(axis=2) | ((nm >= 0) & any_op[None, :])
             out[k0 : k0 + 512] = hit.sum(axis=1)
         return out
 
