@@ -325,3 +325,44 @@ def test_view_by_layer_of_a_real_run(mlp_profile: object, tmp_path: Path) -> Non
     assert proc.returncode == 0, proc.stderr
     rows = {r["key"]: r["metrics"] for r in json.loads(proc.stdout)["rows"]}
     assert "kernel library: MKL" in rows and None in rows
+
+
+@pytest.mark.slow
+def test_exports_and_the_report_keep_native_frames(mlp_profile: object, tmp_path: Path) -> None:
+    import gzip
+
+    path = tmp_path / "p.ksprof"
+    mlp_profile.save(str(path))  # type: ignore[attr-defined]
+    symbol = next(
+        f.name
+        for f in mlp_profile.frames
+        if f.kind is FrameKind.NATIVE and f.cls == layers.KERNEL_PREFIX + "MKL"  # type: ignore[attr-defined]
+    )
+    for fmt in ("pprof", "speedscope", "chrome"):
+        out = tmp_path / f"out.{fmt}"
+        proc = subprocess.run(
+            [sys.executable, "-m", "kernelscope", "export", str(path), "--format", fmt, "-o", str(out)],
+            capture_output=True,
+            text=True,
+            env=env_without_color(),
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+        data = out.read_bytes()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        assert symbol.encode() in data, fmt
+    chrome = json.loads((tmp_path / "out.chrome").read_text())
+    events = chrome["traceEvents"] if isinstance(chrome, dict) else chrome
+    assert any(e.get("cat") == "native" and e.get("name", "").startswith(symbol) for e in events)
+    report = tmp_path / "r.html"
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernelscope", "report", str(path), "-o", str(report)],
+        capture_output=True,
+        text=True,
+        env=env_without_color(),
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    html = report.read_text()
+    assert 'native: ["#d1d5da", "#6a737d"]' in html and symbol in html

@@ -154,7 +154,9 @@ def layout_events(profile: Profile) -> Iterator[dict[str, Any]]:
                     _x("kernel", frame.label(), stream, start, width[node], {**args, "correlation": correlation})
                 )
             elif frame.kind is not FrameKind.ROOT:
-                cat = {FrameKind.OP: "cpu_op", FrameKind.PYTHON: "python_function"}.get(frame.kind, "user_annotation")
+                cat = {FrameKind.OP: "cpu_op", FrameKind.PYTHON: "python_function", FrameKind.NATIVE: "native"}.get(
+                    frame.kind, "user_annotation"
+                )
                 events.append(_x(cat, frame.label(), host, start, width[node], args))
         if frame.kind is FrameKind.KERNEL:
             continue  # parts are estimates inside the kernel's own interval
