@@ -6,7 +6,8 @@ wall time and the process's CPU time over it (``time.process_time``). py-spy sto
 (native stacks cannot be read without stopping it): that costs the program wall time, not CPU time, so both
 are printed. On a shared, busy machine wall times are noisy; the CPU time says whether the program did more
 work, the wall ratio what it waited. py-spy's start (it reads the symbols of every loaded library, seconds
-with torch) happens before the program runs and is printed apart.
+with torch) happens before the program runs (in "whole process"). "py-spy ms/sample" is py-spy's own CPU time
+per sampling instant while it sampled: on an idle machine, about how long each sample stops the program.
 
     python benchmarks/native_cost.py --program mlp --rates 10,20,50 --repeats 2
 """
@@ -66,13 +67,19 @@ def run(script: str, mode: str) -> dict[str, float]:
     t0 = time.perf_counter()
     proc = subprocess.run([*cmd, script], capture_output=True, text=True, timeout=600)
     total = time.perf_counter() - t0
+    sampler = float("nan")
     if os.path.exists(out):
+        from kernelscope import load
+
+        native = load(out).metadata.get("native") or {}
+        sampler = float(native.get("sampler_ms_per_sample", float("nan")))
         os.unlink(out)
     line = next((ln for ln in proc.stderr.splitlines() if ln.startswith("RESULT ")), None)
     if line is None:
         raise SystemExit(f"{mode}: no result\n{proc.stderr[-2000:]}")
     res = json.loads(line[len("RESULT ") :])
     res["process"] = total
+    res["sampler"] = sampler
     return res
 
 
@@ -96,13 +103,17 @@ def main() -> None:
     base_wall = statistics.median(r["wall"] for r in results["off"])
     base_cpu = statistics.median(r["cpu"] for r in results["off"])
     print(f"program {args.program}: the loop's wall and CPU seconds, median of {args.repeats} (ratio to no native)")
-    print(f"{'native rate':>12} {'loop wall':>16} {'loop CPU':>16} {'whole process':>14}")
+    print(f"{'native rate':>12} {'loop wall':>16} {'loop CPU':>16} {'whole process':>14} {'py-spy ms/sample':>17}")
     for m in modes:
         wall = statistics.median(r["wall"] for r in results[m])
         cpu = statistics.median(r["cpu"] for r in results[m])
         proc = statistics.median(r["process"] for r in results[m])
+        sampler = statistics.median(r["sampler"] for r in results[m])
         label = "off" if m == "off" else f"{m}/s"
-        print(f"{label:>12} {wall:8.3f}s {wall / base_wall:5.2f}x {cpu:8.3f}s {cpu / base_cpu:5.2f}x {proc:12.1f}s")
+        print(
+            f"{label:>12} {wall:8.3f}s {wall / base_wall:5.2f}x {cpu:8.3f}s {cpu / base_cpu:5.2f}x {proc:12.1f}s"
+            f" {sampler:17.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -112,6 +112,10 @@ class NativeSampling:
         meta.update(
             {
                 "samples": spy.samples,
+                # what py-spy spent reading stacks while the program was stopped for it: on an idle machine
+                # about the time each sample holds the program (a busy one adds the wait for a core)
+                "sampler_cpu_seconds": round(spy.sampling_cpu, 3),
+                "sampler_ms_per_sample": round(1e3 * spy.sampling_cpu / max(1.0, spy.sampling_seconds * self.rate), 3),
                 "errors": spy.errors,
                 "threads_not_placed": others,
                 "samples_in_ops": round(placed.in_ops_ns / interval_ns),
@@ -130,7 +134,8 @@ class NativeSampling:
             }
         )
         line = (
-            f"native samples: {spy.samples} at {self.rate}/s (py-spy, from outside): "
+            f"native samples: {spy.samples} at {self.rate}/s (py-spy, from outside; "
+            f"{meta['sampler_ms_per_sample']:.1f} ms of its CPU a sample, the program stopped meanwhile): "
             f"~{meta['samples_in_ops']} in ops, ~{meta['samples_between_ops']} between ops (Python / interpreter), "
             f"~{meta['samples_in_kernelscope']} in kernelscope's hooks (left out), "
             f"~{meta['samples_outside_windows']} outside the recorded windows; ops split where they have "

@@ -42,6 +42,9 @@ class Spy:
         self.path = os.path.join(self.dir, "samples.json")
         self.started_ns = time.monotonic_ns()
         self.ready_ns: int | None = None
+        self.ready_cpu = 0.0  # py-spy's own CPU seconds when it began sampling (reading symbols before)
+        self.sampling_cpu = 0.0  # ... and from then until it was stopped
+        self.sampling_seconds = 0.0
         self.samples = 0
         self.errors = 0
         self.failure = ""
@@ -78,6 +81,7 @@ class Spy:
         for line in self.proc.stdout:
             if self.ready_ns is None and "Sampling process" in line:
                 self.ready_ns = time.monotonic_ns()
+                self.ready_cpu = self._cpu_seconds()
                 self._ready.set()
             self._lines.append(line.strip())
             if "Samples:" in line:
@@ -89,6 +93,15 @@ class Spy:
                     tail = line.split("Errors:", 1)[1].split()
                     self.errors = int(tail[0]) if tail and tail[0].isdigit() else 0
         self._ready.set()
+
+    def _cpu_seconds(self) -> float:
+        """py-spy's user + system CPU seconds so far (0 where /proc cannot say)."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat", encoding="ascii") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            return 0.0
 
     def wait_ready(self, timeout: float = ATTACH_SECONDS) -> bool:
         """Until py-spy samples (or failed); False with ``failure`` set when it cannot."""
@@ -110,6 +123,9 @@ class Spy:
     def stop(self) -> str | None:
         """Interrupt py-spy; returns the samples file, or None (``failure`` says why)."""
         if self.proc.poll() is None:
+            if self.ready_ns is not None:
+                self.sampling_cpu = max(0.0, self._cpu_seconds() - self.ready_cpu)
+                self.sampling_seconds = (time.monotonic_ns() - self.ready_ns) / 1e9
             self.proc.send_signal(signal.SIGINT)
             try:
                 self.proc.wait(STOP_SECONDS)
