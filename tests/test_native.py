@@ -312,6 +312,26 @@ def test_a_tiny_op_program_spends_its_host_time_in_dispatch_autograd_and_python_
 
 
 @pytest.mark.slow
+def test_a_compiled_cpu_model_spends_its_time_in_the_generated_code_under_the_compiled_region(tmp_path: Path) -> None:
+    p = _run_native(tmp_path, "native_compiled.py", "3.0")
+    src = (REPO / "tests" / "fixtures" / "native_compiled.py").read_text().splitlines()
+    fused_line = next(i for i, text in enumerate(src, 1) if "x.sin() * x.cos()" in text)
+    cpu = p.exclusive("cpu_time_ns")  # type: ignore[attr-defined]
+    compiled: dict[str, float] = {}
+    for n in range(1, len(p)):  # type: ignore[arg-type]
+        f = p.frames[p.frame[n]]  # type: ignore[attr-defined]
+        if f.kind is not FrameKind.NATIVE:
+            continue
+        path = p.path(n)  # type: ignore[attr-defined]
+        parent = path[-2]
+        if parent.name.startswith("graph_") and "cpp_fused" in parent.name:  # the compiled kernel
+            assert any(a.kind is FrameKind.PYTHON and a.line == fused_line for a in path), [a.label() for a in path]
+            compiled[f.cls] = compiled.get(f.cls, 0.0) + float(cpu[n])
+    generated = compiled.get(layers.INDUCTOR, 0.0) + compiled.get(layers.KERNEL_PREFIX + "SLEEF", 0.0)
+    assert generated > 0.5 * sum(compiled.values()), compiled
+
+
+@pytest.mark.slow
 def test_view_by_layer_of_a_real_run(mlp_profile: object, tmp_path: Path) -> None:
     path = tmp_path / "p.ksprof"
     mlp_profile.save(str(path))  # type: ignore[attr-defined]

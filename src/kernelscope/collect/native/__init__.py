@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ...model import FrameKind, ProfileBuilder
+from ...model import ProfileBuilder
 from .align import ANY_OP, EARLY_NS, Alignment, fit_offset, op_names_of
 from .chrome import read_segments
 from .layers import KERNEL_PREFIX, sample_layer
@@ -165,7 +165,7 @@ class NativeSampling:
         names: dict[str, int] = {}
         seg_name = np.asarray(
             [
-                names.setdefault(f.name, len(names)) if (f := builder.frame_of(int(n))).kind is FrameKind.OP else -1
+                names.setdefault(builder.frame_of(int(n)).name, len(names))  # (ops, and compiled kernels placed)
                 for n in flat.node
             ],
             dtype=np.int64,

@@ -3,12 +3,15 @@
 The rule (documented in docs/native.md): walk the native frames below the innermost Python frame from the
 innermost outwards; the first frame that one of these tests claims decides, in this order per frame:
 
-1. **kernel library (LIB)**: the frame's symbol is a vendor kernel library's, linked into torch
-   (``mkl_``/``MKL_``: LIB = MKL; ``dnnl``/``mkldnn``/``ideep``: oneDNN; ``sgemm_``/``dgemm_``/``cblas_``: BLAS),
-   or its shared object is a kernel library: a BLAS/LAPACK/oneDNN/MKL/SLEEF build (``openblas``, ``mkl``,
-   ``dnnl``, ``blas``, ``sleef``, ``xsmm``), the OpenMP runtime the kernels run their threads on (``gomp``,
-   ``iomp``, ``libomp``), or Inductor's generated code (a shared object under a ``torchinductor`` cache
-   folder). LIB is then its file name.
+0. A frame of Inductor's generated code (its file under a ``torchinductor`` cache folder) is
+   **kernel library: Inductor generated code**; a frame py-spy names by a source or header file
+   (``avx512fintrin.h``, ``vec512_float.h``: code inlined into the frame around it) is passed over: the frame it
+   was inlined into decides.
+1. **kernel library (LIB)**: its shared object is a kernel library: a BLAS/LAPACK/oneDNN/MKL/SLEEF build
+   (``openblas``, ``mkl``, ``dnnl``, ``blas``, ``sleef``, ``xsmm``) or the OpenMP runtime the kernels run their
+   threads on (``gomp``, ``iomp``, ``libomp``), LIB = its file name; or its symbol is a vendor library's linked
+   into torch (``mkl_``/``MKL_``: LIB = MKL; ``dnnl``/``mkldnn``/``ideep``: oneDNN;
+   ``sgemm_``/``dgemm_``/``cblas_``: BLAS; ``Sleef_``: SLEEF).
 2. **allocator**: the symbol is an allocator's (``malloc``, ``free``, ``calloc``, ``realloc``,
    ``posix_memalign``, ``c10::alloc_cpu``, ``c10::free_cpu``, ``*Allocator*``, ``at::detail::empty``).
 3. **kernel library (ATen native)**: the symbol is ATen's CPU kernel code (``at::native::``, ``at::vec``,
@@ -51,6 +54,7 @@ _KERNEL_SYMBOLS = (
     (re.compile(r"^(?:mkl_|MKL_)"), "MKL"),
     (re.compile(r"dnnl|mkldnn|ideep"), "oneDNN"),
     (re.compile(r"^(?:[sdcz]gemm_|cblas_|[sd]gemv_)"), "BLAS"),
+    (re.compile(r"Sleef_"), "SLEEF"),
 )
 _ALLOC = re.compile(
     r"^(?:__libc_)?(?:malloc|free|calloc|realloc|posix_memalign|aligned_alloc|memalign)$"
@@ -72,15 +76,20 @@ _DISPATCH = re.compile(
 _PY_SYMBOL = re.compile(r"^_?Py[A-Z_]|^_PyEval|^method_vectorcall|^cfunction_|^slot_tp|^vectorcall")
 
 
+INDUCTOR = KERNEL_PREFIX + "Inductor generated code"
+_SOURCE = re.compile(r"\.(?:h|hh|hpp|hxx|c|cc|cpp|cxx|inl|tcc)$|/include/")
+
+
 def is_kernel_library(library_path: str) -> bool:
-    base = os.path.basename(library_path)
-    if _KERNEL_LIBS.search(base):
-        return True
-    return "torchinductor" in library_path and base.endswith(".so")
+    return bool(_KERNEL_LIBS.search(os.path.basename(library_path)))
 
 
 def frame_layer(symbol: str, library_path: str) -> str | None:
     """The layer one native frame claims, or None (passed over)."""
+    if "torchinductor" in library_path:
+        return INDUCTOR
+    if _SOURCE.search(library_path):
+        return None  # an inlined frame (py-spy names its source file): the frame it was inlined into decides
     if library_path and is_kernel_library(library_path):
         return KERNEL_PREFIX + os.path.basename(library_path)
     for pattern, name in _KERNEL_SYMBOLS:
