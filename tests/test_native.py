@@ -214,6 +214,25 @@ def test_without_py_spy_the_run_goes_on_and_says_so_in_one_line(monkeypatch: pyt
     assert "\n" not in line and meta["unavailable"]
 
 
+def test_without_ptrace_permission_the_run_goes_on_and_says_so_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from kernelscope.collect.native import NativeSampling, spy
+
+    # given: a py-spy that is refused the process, as py-spy says it
+    fake = tmp_path / "py-spy"
+    fake.write_text(
+        "#!/bin/sh\necho \"Permission Denied: Try running again with elevated permissions by going 'sudo !!'\"\nexit 1\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setattr(spy, "find_py_spy", lambda: str(fake))
+    sampling = NativeSampling(50)
+    assert not sampling.on
+    _meta, line = sampling.finish(ProfileBuilder(), device_run=False)
+    assert line.startswith("native sampling unavailable: no permission to read this process (ptrace)")
+    assert "\n" not in line
+
+
 # --- real programs (slow: py-spy reads torch's symbols before it samples) ---------------------------
 
 

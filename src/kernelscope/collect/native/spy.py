@@ -135,6 +135,8 @@ class Spy:
                 self.failure = f"py-spy did not stop within {STOP_SECONDS:g} s"
                 return None
         self._reader.join(5.0)
+        if self.proc.stdout is not None and not self._reader.is_alive():
+            self.proc.stdout.close()
         if self.ready_ns is None and not self.failure:
             self.failure = self._reason()
         if not os.path.exists(self.path):
