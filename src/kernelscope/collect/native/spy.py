@@ -10,11 +10,11 @@ read that line, which bounds that instant (align.py).
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 
 RATE_DEFAULT = 50  # samples a second (benchmarks/native_cost.py: what it costs the program)
@@ -48,8 +48,9 @@ class Spy:
         self.samples = 0
         self.errors = 0
         self.failure = ""
-        self._ready = threading.Event()
         self._lines: list[str] = []
+        self._buffer = b""
+        self._eof = False
         self.proc = subprocess.Popen(
             [
                 exe,
@@ -69,30 +70,42 @@ class Spy:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
             start_new_session=True,  # a Ctrl-C at the terminal is the program's, not py-spy's
         )
-        self._reader = threading.Thread(target=self._read, name="kernelscope-native", daemon=True)
-        self._reader.start()
+        # (no reader thread: py-spy stops and unwinds every Python thread of the process at each sample, so
+        # one more thread here would cost at every sample; its few lines are read when waited for)
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            if self.ready_ns is None and "Sampling process" in line:
-                self.ready_ns = time.monotonic_ns()
-                self.ready_cpu = self._cpu_seconds()
-                self._ready.set()
+    def _pump(self, timeout: float) -> None:
+        """Read what py-spy wrote within ``timeout`` seconds (until a line or its end)."""
+        out = self.proc.stdout
+        if out is None or self._eof:
+            return
+        ready, _, _ = select.select([out], [], [], max(0.0, timeout))
+        if not ready:
+            return
+        chunk = os.read(out.fileno(), 65536)
+        if not chunk:
+            self._eof = True
+            chunk = b"\n"
+        self._buffer += chunk
+        *lines, self._buffer = self._buffer.split(b"\n")
+        for raw in lines:
+            self._line(raw.decode("utf-8", "replace"))
+
+    def _line(self, line: str) -> None:
+        if self.ready_ns is None and "Sampling process" in line:
+            self.ready_ns = time.monotonic_ns()
+            self.ready_cpu = self._cpu_seconds()
+        if line.strip():
             self._lines.append(line.strip())
-            if "Samples:" in line:
-                for part in line.replace(",", " ").split("Samples:", 1)[1].split():
-                    if part.isdigit():
-                        self.samples = int(part)
-                        break
-                if "Errors:" in line:
-                    tail = line.split("Errors:", 1)[1].split()
-                    self.errors = int(tail[0]) if tail and tail[0].isdigit() else 0
-        self._ready.set()
+        if "Samples:" in line:
+            for part in line.replace(",", " ").split("Samples:", 1)[1].split():
+                if part.isdigit():
+                    self.samples = int(part)
+                    break
+            if "Errors:" in line:
+                tail = line.split("Errors:", 1)[1].split()
+                self.errors = int(tail[0]) if tail and tail[0].isdigit() else 0
 
     def _cpu_seconds(self) -> float:
         """py-spy's user + system CPU seconds so far (0 where /proc cannot say)."""
@@ -105,7 +118,12 @@ class Spy:
 
     def wait_ready(self, timeout: float = ATTACH_SECONDS) -> bool:
         """Until py-spy samples (or failed); False with ``failure`` set when it cannot."""
-        self._ready.wait(timeout)
+        deadline = time.monotonic() + timeout
+        while self.ready_ns is None and not self._eof:
+            left = deadline - time.monotonic()
+            self._pump(max(0.0, left))
+            if left <= 0:
+                break
         if self.ready_ns is None:
             self.failure = self._reason()
             return False
@@ -134,8 +152,9 @@ class Spy:
                 self.proc.wait()
                 self.failure = f"py-spy did not stop within {STOP_SECONDS:g} s"
                 return None
-        self._reader.join(5.0)
-        if self.proc.stdout is not None and not self._reader.is_alive():
+        while not self._eof:
+            self._pump(1.0)
+        if self.proc.stdout is not None:
             self.proc.stdout.close()
         if self.ready_ns is None and not self.failure:
             self.failure = self._reason()
