@@ -405,3 +405,28 @@ def test_exports_and_the_report_keep_native_frames(mlp_profile: object, tmp_path
     assert proc.returncode == 0, proc.stderr
     html = report.read_text()
     assert 'native: ["#d1d5da", "#6a737d"]' in html and symbol in html
+
+
+def test_the_header_states_the_samples_and_rate_or_why_there_are_none() -> None:
+    from kernelscope.analysis.summary import summarize
+    from kernelscope.render.header_text import header_items
+
+    op = Frame.op("aten::mm")
+    sampled = {
+        "rate": 50,
+        "min_samples": MIN_SAMPLES,
+        "samples": 400,
+        "samples_in_ops": 120,
+        "samples_between_ops": 30,
+        "ops_split": 4,
+        "ops_below_min_samples": 2,
+        "clock": {"searched_ms": 7.3},
+    }
+    lines = header_items(summarize(build([([op], {"time_ns": 1.0})], {"native": sampled})))
+    assert lines[-1] == [
+        "native: 400 samples at 50/s, ~120 in ops, ~30 between ops; 4 ops split (those with >= 3 samples), "
+        "2 left whole; clock within 7 ms"
+    ]
+    refused = {"rate": 50, "min_samples": MIN_SAMPLES, "unavailable": "no permission to read this process (ptrace)"}
+    lines = header_items(summarize(build([([op], {"time_ns": 1.0})], {"native": refused})))
+    assert lines[-1] == ["native sampling unavailable: no permission to read this process (ptrace)"]

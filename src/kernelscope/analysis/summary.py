@@ -13,6 +13,7 @@ import numpy as np
 
 from ..model import FrameKind, Profile
 from ..model.devices import devices_of
+from .native_note import native_note
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class Summary:
     time_ns: float
     user_ns: float  # time with a user line above it
     coverage: str | None = None  # a live run that recorded part of itself: how much, and why
+    native: str | None = None  # run --native: what was sampled, or why not (native_note.py)
 
     @property
     def user_share(self) -> float | None:
@@ -194,6 +196,7 @@ def summarize(profile: Profile) -> Summary:
         time_ns=profile.total("time_ns"),
         user_ns=user_time(profile),
         coverage=coverage_note(md),
+        native=native_note(md),
     )
 
 
