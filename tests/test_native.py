@@ -315,7 +315,7 @@ def test_a_matmul_heavy_model_spends_its_addmm_time_in_the_blas_library_under_it
             assert any(a.kind is FrameKind.PYTHON and a.line == model_line for a in path), [a.label() for a in path]
             assert any(a.kind is FrameKind.MODULE and a.cls == "Linear" for a in path)
     meta = p.metadata["native"]  # type: ignore[attr-defined]
-    assert meta["samples_in_ops"] > 0 and meta["ops_split"] >= 1 and meta["rate"] == 50
+    assert meta["samples_in_ops"] > 0 and meta["ops_split"] >= 1 and meta["rate"] == 20
 
 
 @pytest.mark.slow

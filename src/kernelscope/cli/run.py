@@ -75,7 +75,7 @@ class RunCommand:
         parser.add_argument(
             "--native-rate",
             type=int,
-            default=50,
+            default=20,
             metavar="HZ",
             help="native samples a second (default: %(default)s)",
         )

@@ -39,7 +39,7 @@ def start(
     grace_seconds: float = GRACE_SECONDS_DEFAULT,
     compile_capture: bool = True,
     native: bool = False,
-    native_rate: int = 50,
+    native_rate: int = 20,
     steps: int | None = None,
     duration: float | None = None,
     schedule: Schedule | str | None = None,

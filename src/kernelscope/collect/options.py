@@ -38,7 +38,7 @@ class LiveOptions:
     fold_calls: int = FOLD_CALLS_DEFAULT
     compile_capture: bool = True
     native: bool = False  # sample native stacks from outside (collect/native) at ``native_rate`` a second
-    native_rate: int = 50
+    native_rate: int = 20
 
     def __post_init__(self) -> None:
         for name, value, allowed in (

@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 import time
 
-RATE_DEFAULT = 50  # samples a second (benchmarks/native_cost.py: what it costs the program)
+RATE_DEFAULT = 20  # samples a second: py-spy stops the program ~2-4 ms a sample (benchmarks/README.md)
 ATTACH_SECONDS = 30.0  # py-spy reads the symbols of every loaded library before its first sample
 STOP_SECONDS = 30.0
 
