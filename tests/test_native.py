@@ -305,15 +305,23 @@ def test_a_matmul_heavy_model_spends_its_addmm_time_in_the_blas_library_under_it
         v for k, v in layers_in_addmm.items() if k.startswith(layers.KERNEL_PREFIX + "MKL") or "blas" in k.lower()
     )
     assert kernels > 0.5 * sum(layers_in_addmm.values()), layers_in_addmm
-    # ... and those native frames sit under the model's line (native_mlp.py:17) and its Linear modules
+    # ... and those native frames sit under the model's line and its Linear modules (all but a stray sample at an
+    # op's edge, where the clock's residual error may put one in the op next to it)
     src = (REPO / "tests" / "fixtures" / "native_mlp.py").read_text().splitlines()
     model_line = next(i for i, text in enumerate(src, 1) if "y = model(x)" in text)
+    cpu = p.exclusive("cpu_time_ns")  # type: ignore[attr-defined]
+    placed, elsewhere = 0.0, []
     for n in range(1, len(p)):  # type: ignore[arg-type]
         f = p.frames[p.frame[n]]  # type: ignore[attr-defined]
         if f.kind is FrameKind.NATIVE and f.cls.startswith(layers.KERNEL_PREFIX + "MKL"):
             path = p.path(n)  # type: ignore[attr-defined]
-            assert any(a.kind is FrameKind.PYTHON and a.line == model_line for a in path), [a.label() for a in path]
-            assert any(a.kind is FrameKind.MODULE and a.cls == "Linear" for a in path)
+            if any(a.kind is FrameKind.PYTHON and a.line == model_line for a in path) and any(
+                a.kind is FrameKind.MODULE and a.cls == "Linear" for a in path
+            ):
+                placed += float(cpu[n])
+            else:
+                elsewhere.append(([a.label() for a in path], float(cpu[n])))
+    assert placed >= 0.9 * (placed + sum(v for _, v in elsewhere)), elsewhere
     meta = p.metadata["native"]  # type: ignore[attr-defined]
     assert meta["samples_in_ops"] > 0 and meta["ops_split"] >= 1 and meta["rate"] == 20
 
@@ -430,3 +438,43 @@ def test_the_header_states_the_samples_and_rate_or_why_there_are_none() -> None:
     refused = {"rate": 50, "min_samples": MIN_SAMPLES, "unavailable": "no permission to read this process (ptrace)"}
     lines = header_items(summarize(build([([op], {"time_ns": 1.0})], {"native": refused})))
     assert lines[-1] == ["native sampling unavailable: no permission to read this process (ptrace)"]
+
+
+@pytest.mark.slow
+def test_profile_native_true_from_the_api(tmp_path: Path) -> None:
+    from kernelscope.collect.native.spy import find_py_spy
+
+    if find_py_spy() is None:
+        pytest.skip("py-spy is not installed")
+    script = tmp_path / "api_native.py"
+    script.write_text(
+        "import sys, time, torch, kernelscope\n"
+        "x = torch.randn(256, 256)\n"
+        "with kernelscope.profile(sys.argv[1], native=True, native_rate=50, max_overhead=0):\n"
+        "    end = time.monotonic() + 1.5\n"
+        "    while time.monotonic() < end:\n"
+        "        y = torch.mm(x, x)\n"
+    )
+    out = tmp_path / "api.ksprof"
+    proc = subprocess.run(
+        [sys.executable, str(script), str(out)], capture_output=True, text=True, env=env_without_color(), timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    native = load(str(out)).metadata["native"]
+    if native.get("unavailable"):
+        pytest.skip(f"py-spy cannot sample here: {native['unavailable']}")
+    assert native["rate"] == 50 and native["samples_in_ops"] > 0
+
+
+def test_an_op_under_kernelscopes_wrapper_is_the_ops_and_a_hook_between_ops_is_kernelscopes() -> None:
+    from kernelscope.collect import torch_lines
+
+    b, _line, linear, addmm = _tree()
+    flat = flatten([(0, 10_000_000, linear), (1_000_000, 9_000_000, addmm)], [(0, 12_000_000)])
+    user = StackFrame("<module>", TRAIN, 12)
+    wrapper = StackFrame("__torch_function__", torch_lines.__file__, 1)
+    gemm = StackFrame("mkl_blas_sgemm", LIBTORCH, 0)
+    placed = place(
+        [Segment(1, 2_000, 6_000, (user, wrapper, gemm)), Segment(1, 10_000, 11_000, (user, wrapper))], flat, 0, b
+    )
+    assert placed.in_ops_ns == 4e6 and placed.own_ns == 1e6 and placed.between_ops_ns == 0

@@ -2,8 +2,9 @@
 
 A sample (a segment of py-spy's trace, chrome.py) taken inside an op goes under that op as a ``native``
 frame: its innermost resolved native symbol and library, with its layer (layers.py); one outside every op
-goes under its innermost user Python line as ``Python / interpreter``; one in kernelscope's own Python code
-(its hooks) is kernelscope's cost, counted apart and placed nowhere. Its time is its segment's (py-spy
+goes under its innermost user Python line as ``Python / interpreter``, unless kernelscope's own Python code runs
+inside that line (its hooks): that is kernelscope's cost, counted apart and placed nowhere (an op that runs under
+one of kernelscope's wrappers is the op's). Its time is its segment's (py-spy
 samples at a rate: a segment of k equal samples lasts about k intervals), cut at the end of the window.
 An op's native children take their time out of the op's own host time (``cpu_time_ns``, and ``time_ns``
 on a run without a device), so the op's total is unchanged and its ``self`` is what no sample saw; when
@@ -122,13 +123,13 @@ def place(segments: Sequence[Segment], flat: Flat, offset_ns: int, builder: Prof
             out.outside_windows_ns += dur
             continue
         dur = min(seg.end_us * 1000 + offset_ns, wins[wi][1]) - t
-        if _in_own_hooks(seg.stack):
-            out.own_ns += dur
-            continue
         i = int(np.searchsorted(flat.start, t, side="right")) - 1
-        if i >= 0 and t < flat.end[i]:
+        if i >= 0 and t < flat.end[i]:  # (an op called through kernelscope's wrappers is still the op)
             out.under_ops[int(flat.node[i])][leaf_frame(native_part(seg.stack))] += dur
             out.in_ops_ns += dur
+            continue
+        if _in_own_hooks(seg.stack):
+            out.own_ns += dur
             continue
         node = _line_node(seg.stack, flat, i, builder)
         out.interpreter[node] += dur
