@@ -432,7 +432,7 @@ def test_the_header_states_the_samples_and_rate_or_why_there_are_none() -> None:
     }
     lines = header_items(summarize(build([([op], {"time_ns": 1.0})], {"native": sampled})))
     assert lines[-1] == [
-        "native: 400 samples at 50/s, ~120 in ops, ~30 between ops; 4 ops split (those with >= 3 samples), "
+        "native: 400 stacks sampled (all threads, whole run) at 50/s, ~120 in ops, ~30 between ops; 4 ops split (those with >= 3 samples), "
         "2 left whole; clock within 7 ms"
     ]
     refused = {"rate": 50, "min_samples": MIN_SAMPLES, "unavailable": "no permission to read this process (ptrace)"}

@@ -134,7 +134,7 @@ class NativeSampling:
             }
         )
         line = (
-            f"native samples: {spy.samples} at {self.rate}/s (py-spy, from outside; "
+            f"native samples: {spy.samples} stacks (all threads, whole run) at {self.rate}/s (py-spy, from outside; "
             f"{meta['sampler_ms_per_sample']:.1f} ms of its CPU a sample, the program stopped meanwhile): "
             f"~{meta['samples_in_ops']} in ops, ~{meta['samples_between_ops']} between ops (Python / interpreter), "
             f"~{meta['samples_in_kernelscope']} in kernelscope's hooks (left out), "
