@@ -14,6 +14,7 @@ import numpy as np
 from ..collect.checkpoint import abrupt_note
 from ..model import FrameKind, Profile
 from ..model.devices import devices_of
+from .native_note import native_note
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class Summary:
     user_ns: float  # time with a user line above it
     coverage: str | None = None  # a live run that recorded part of itself: how much, and why
     ended: str | None = None  # a checkpoint of a killed run: "ended abruptly: recorded up to …"
+    native: str | None = None  # run --native: what was sampled, or why not (native_note.py)
 
     @property
     def user_share(self) -> float | None:
@@ -200,6 +202,7 @@ def summarize(profile: Profile) -> Summary:
         user_ns=user_time(profile),
         coverage=coverage_note(md),
         ended=abrupt_note(md),
+        native=native_note(md),
     )
 
 

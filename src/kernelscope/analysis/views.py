@@ -16,7 +16,7 @@ from ..model import Frame, FrameKind, Profile
 from .transforms import group_instances, instance_class, merge_ranks, merge_steps
 from .tree import Hidden, TreeOptions, TreeView, filtered, tree_view
 
-GROUPINGS = ("line", "function", "module", "op", "kernel")
+GROUPINGS = ("line", "function", "module", "op", "kernel", "layer", "line-layer")
 VIEWS = ("tree", *GROUPINGS)
 
 
@@ -49,12 +49,20 @@ def _kernel_key(f: Frame) -> str | None:
     return f.name if f.kind is FrameKind.KERNEL else None
 
 
+def _layer_key(f: Frame) -> str | None:
+    """A sampled native frame's layer (collect/native/layers.py: one rule over symbols and libraries); the
+    host time no native sample saw has none (the ``null`` row)."""
+    return (f.cls or "other") if f.kind is FrameKind.NATIVE else None
+
+
 KEY_OF: dict[str, Callable[[Frame], str | None]] = {
     "line": _line_key,
     "function": _function_key,
     "module": _module_key,
     "op": _op_key,
     "kernel": _kernel_key,
+    "layer": _layer_key,
+    "line-layer": _layer_key,  # (keyed "LINE · LAYER": node_keys combines the two)
 }
 
 
@@ -76,6 +84,9 @@ def node_keys(profile: Profile, by: str) -> list[str | None]:
     On a CPU-only live run the ops are the kernels (``time_ns`` is their self time), so ``kernel``
     groups by the innermost kernel or op there.
     """
+    if by == "line-layer":
+        lines, layers = node_keys(profile, "line"), node_keys(profile, "layer")
+        return [f"{ln} · {ly}" if ly is not None else ln for ln, ly in zip(lines, layers, strict=True)]
     frame_keys = _own_keys(profile, by)
     keys: list[str | None] = [None] * len(profile)
     par = profile.parent.tolist()

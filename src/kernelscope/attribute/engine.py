@@ -89,6 +89,8 @@ class Attributor:
         self.placer = placer
         self.watch = watch
         self.watched: list[tuple[int, int, int, int, int]] = []
+        # when a list: every op's (node, thread, start, end) is appended to it (native sampling places by them)
+        self.op_spans: list[tuple[int, int, int, int]] | None = None
         self.cpu_time: defaultdict[int, float] = defaultdict(float)
         self.op_time: defaultdict[int, float] = defaultdict(float)
         self.device_time: defaultdict[int, float] = defaultdict(float)

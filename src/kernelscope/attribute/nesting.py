@@ -55,6 +55,7 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
     placer = engine.placer
     watch = engine.watch
     watched = engine.watched.append
+    spans = engine.op_spans.append if engine.op_spans is not None else None
     frames = tables.frames
 
     b = tree.b
@@ -266,6 +267,8 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
                     if k == K_REGION and placer is not None and frames[label].name == GRAPH_CALL:
                         placer.enter_graph()
                 if k == K_OP:
+                    if spans is not None:
+                        spans((node, t, s, e_))
                     if ext[i] >= 0:
                         o_add((ext[i], node))
                     if corr[i] >= 0:  # a live op launches its kernels itself (correlation id)

@@ -72,6 +72,19 @@ class RunCommand:
             "all calls (slower; for changing shapes), or none",
         )
         parser.add_argument(
+            "--native",
+            action="store_true",
+            help="also sample the program's native stacks from outside (py-spy) and place them under the ops "
+            "and lines that ran: where host time goes below Python (docs/native.md)",
+        )
+        parser.add_argument(
+            "--native-rate",
+            type=int,
+            default=20,
+            metavar="HZ",
+            help="native samples a second (default: %(default)s)",
+        )
+        parser.add_argument(
             "--no-compile-provenance", action="store_true", help="do not capture torch.compile provenance"
         )
         parser.add_argument(
@@ -205,6 +218,8 @@ def _run_torch(args: argparse.Namespace, output: str) -> tuple[Any, Any, str, st
         max_overhead=args.max_overhead,
         grace_seconds=args.grace,
         compile_capture=not args.no_compile_provenance,
+        native=args.native,
+        native_rate=args.native_rate,
         steps=args.steps,
         duration=args.duration,
         schedule=args.schedule,

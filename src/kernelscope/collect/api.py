@@ -38,6 +38,8 @@ def start(
     max_overhead: float | None = None,
     grace_seconds: float = GRACE_SECONDS_DEFAULT,
     compile_capture: bool = True,
+    native: bool = False,
+    native_rate: int = 20,
     steps: int | None = None,
     duration: float | None = None,
     schedule: Schedule | str | None = None,
@@ -68,6 +70,8 @@ def start(
     recorded whole); past it the run is sampled in whole steps. 0: record every op. Default: 0.1, or 0 when
     ``steps``, ``duration`` or ``schedule`` is given. The profile's ``coverage`` metadata says what was
     recorded.
+    ``native``: also sample the native stacks of the program's thread from outside (py-spy, at ``native_rate``
+    a second) and place them under the ops and lines that ran (docs/native.md).
     """
     global _session
     if _session is not None:
@@ -89,6 +93,8 @@ def start(
                 fold_seconds=fold_seconds,
                 fold_calls=fold_calls,
                 compile_capture=compile_capture,
+                native=native,
+                native_rate=native_rate,
             )
         except ValueError as exc:
             raise UsageError(str(exc)) from None

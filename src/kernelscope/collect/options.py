@@ -37,6 +37,8 @@ class LiveOptions:
     fold_seconds: float = FOLD_SECONDS_DEFAULT
     fold_calls: int = FOLD_CALLS_DEFAULT
     compile_capture: bool = True
+    native: bool = False  # sample native stacks from outside (collect/native) at ``native_rate`` a second
+    native_rate: int = 20
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
@@ -48,6 +50,8 @@ class LiveOptions:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
         if self.max_overhead is not None and self.max_overhead < 0:
             raise ValueError("max_overhead must not be negative")
+        if not 1 <= self.native_rate <= 1000:
+            raise ValueError("native_rate must be between 1 and 1000 samples a second")
         if self.grace_seconds < 0:
             raise ValueError("grace_seconds must not be negative")
 

@@ -51,6 +51,7 @@ class WindowFolder:
         self.casts: collections.Counter[tuple[str, int, str, str]] = collections.Counter()
         self._collectives: set[int] = set()  # labels of collective ops seen so far
         self._frames_seen = 0
+        self.native: Any = None  # native.NativeSampling, with run --native: each window's op intervals go to it
 
     @property
     def builder(self) -> ProfileBuilder:
@@ -91,7 +92,12 @@ class WindowFolder:
             conv.add_device(e for e in results.events() if is_device_event(e))
         engine = self.engine
         engine.watch = self._watch_labels()
+        if self.native is not None:
+            engine.op_spans = []
         engine.fold()
+        if engine.op_spans is not None:
+            self.native.window(engine.op_spans)
+            engine.op_spans = None
         engine.flush()
         self._attach_watched()
         return events

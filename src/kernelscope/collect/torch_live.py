@@ -145,6 +145,10 @@ class Session:
 
     # --- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> None:
+        if self.options.native:
+            from .native import NativeSampling
+
+            self.recorder.folder.native = NativeSampling(self.options.native_rate)
         self.safety.install()
         self.modules.install()
         self.step_source.install()
@@ -526,6 +530,10 @@ class Session:
             self.warnings.extend(r.triton.warnings)
             r.triton = None
         metadata.update(self.sampling.metadata(r.builder))
+        if r.folder.native is not None:
+            metadata["native"], line = r.folder.native.finish(r.builder, r.device_run)
+            self.warnings.append(line)
+            r.folder.native = None
         for metric in ("time_ns", "cpu_time_ns", "count"):
             r.builder.ensure_metric(metric)
         return prune_empty(r.folder.build(metadata, self.warnings))

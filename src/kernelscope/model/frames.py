@@ -22,6 +22,7 @@ class FrameKind(enum.Enum):
     OP = "op"  # framework op: aten::addmm, dot_general
     KERNEL = "kernel"  # device kernel (name, device, stream)
     PART = "part"  # one original op inside a fused kernel: an *estimated* share
+    NATIVE = "native"  # sampled native code below an op (symbol name, library file, layer cls): *estimated*
 
 
 # Which kinds may appear directly under which. Checked by Profile.check().
@@ -30,6 +31,7 @@ ALLOWED_CHILDREN: dict[FrameKind, frozenset[FrameKind]] = {
 }
 ALLOWED_CHILDREN[FrameKind.KERNEL] = frozenset({FrameKind.PART})
 ALLOWED_CHILDREN[FrameKind.PART] = frozenset()
+ALLOWED_CHILDREN[FrameKind.NATIVE] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,8 @@ class Frame:
     class; ``module`` is the module path a ``part`` came from;
     ``device``/``stream`` place a kernel; ``ids`` identify a region's instance (a torch.compile
     region's frame/compile id ``0/1``, a compiled graph's cache key), so that nobody parses names.
+    A ``native`` frame (sampled native code, collect/native) has the symbol as ``name``, the shared library's
+    file name as ``file`` and its layer (collect/native/layers.py) as ``cls``.
     """
 
     kind: FrameKind
@@ -91,6 +95,10 @@ class Frame:
     def part(op: str, file: str = "", line: int = 0, module: str = "") -> Frame:
         return Frame(FrameKind.PART, op, file=file, line=line, module=module)
 
+    @staticmethod
+    def native(symbol: str, library: str = "", layer: str = "") -> Frame:
+        return Frame(FrameKind.NATIVE, symbol, file=library, cls=layer)
+
     # --- presentation -------------------------------------------------
     def label(self) -> str:
         """Human label used by every renderer."""
@@ -111,6 +119,8 @@ class Frame:
         if k is FrameKind.REGION and self.cls:  # a region named after what the user compiled (attribute.structure)
             where = f" @ {self.file}:{self.line}" if self.file else ""
             return f"<{self.cls}({self.name}){where}>" if self.name else f"<{self.cls}{where}>"
+        if k is FrameKind.NATIVE:
+            return f"{self.name} ({self.file})" if self.file else self.name
         if k is FrameKind.REGION:
             return f"<{self.name}: {self.ids}>" if self.ids else f"<{self.name}>"
         return self.name

@@ -20,7 +20,13 @@ def header_items(s: Summary) -> list[list[str]]:
     share = f"{100 * s.user_share:.0f}% under a user line" if s.user_share is not None else "no time recorded"
     wall = f"wall {fmt_ns(s.wall_ns)}" if s.wall_ns else "wall time not recorded"
     second = [f"time = {s.time_meaning}: {fmt_ns(s.time_ns)}", share, wall]
-    return [*([[s.ended]] if s.ended else []), first, second, *([[s.coverage]] if s.coverage else [])]
+    return [
+        *([[s.ended]] if s.ended else []),
+        first,
+        second,
+        *([[s.coverage]] if s.coverage else []),
+        *([[s.native]] if s.native else []),
+    ]
 
 
 def pack(items: Sequence[str], width: int) -> list[str]:

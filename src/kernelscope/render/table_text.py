@@ -19,6 +19,8 @@ NULL_LABEL = {
     "module": "(outside any module)",
     "op": "(no op)",
     "kernel": "(no kernel)",
+    "layer": "(not sampled: op time no native sample saw, device time)",
+    "line-layer": "(unattributed: no user line)",
 }
 
 

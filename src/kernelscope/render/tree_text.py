@@ -31,6 +31,7 @@ _STYLE = {
     FrameKind.SCOPE: "bold",
     FrameKind.REGION: "blue",
     FrameKind.PART: "dim",
+    FrameKind.NATIVE: "dim",
 }
 
 COL_WIDTH = 8  # what a metric column is expected to take, before its values are known

@@ -22,6 +22,8 @@ def event_name(frame: Frame, in_backward: bool) -> tuple[str, str]:
         return "python_function", f"nn.Module: {frame.name}"
     if kind is FrameKind.SCOPE:
         return "user_annotation", frame.name
+    if kind is FrameKind.NATIVE:
+        return "native", frame.label()
     if kind is FrameKind.REGION and frame.ids:
         if frame.name == GRAPH_CALL:
             return "cpu_op", f"## Call {GRAPH_CALL} {frame.ids} ##"

@@ -73,7 +73,10 @@ def _frames(profile: Profile) -> dict[str, list[Any]]:
 
 def _groups(profile: Profile) -> dict[str, dict[str, list[Any]]]:
     out: dict[str, dict[str, list[Any]]] = {}
+    native = any(f.kind is FrameKind.NATIVE for f in profile.frames)
     for by in GROUPINGS:
+        if by in ("layer", "line-layer") and not native:
+            continue  # (groupings of sampled native frames: none in this profile)
         keys = node_keys(profile, by)
         table: dict[str, int] = {}
         index = [-1 if k is None else table.setdefault(k, len(table)) for k in keys]

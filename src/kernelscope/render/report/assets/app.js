@@ -172,7 +172,7 @@ class App {
     }
     const preset = (fn) => () => { for (const k of this.model.kinds) this.visible[k] = k === "root" || fn(k); this.syncControls(); this.rederive(); };
     byId("ks-fold-modules").addEventListener("click", preset((k) => ["module", "scope", "region", "backward"].includes(k)));
-    byId("ks-hide-framework").addEventListener("click", preset((k) => !["op", "kernel", "part"].includes(k)));
+    byId("ks-hide-framework").addEventListener("click", preset((k) => !["op", "kernel", "part", "native"].includes(k)));
     byId("ks-show-all").addEventListener("click", preset(() => true));
     const group = byId("ks-group");
     group.append(new Option("frame (self / inclusive)", "frame"));

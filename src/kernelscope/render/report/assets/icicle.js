@@ -6,6 +6,7 @@ const KIND_COLORS = {
   root: ["#9aa4ae", "#5b636b"], scope: ["#b392f0", "#6f42c1"], python: ["#79b8ff", "#1f6feb"],
   module: ["#85e89d", "#2ea043"], region: ["#56d4dd", "#1b7c83"], backward: ["#ffab70", "#d15704"],
   op: ["#ffdf5d", "#b08800"], kernel: ["#f97583", "#cf222e"], part: ["#f692ce", "#bf3989"],
+  native: ["#d1d5da", "#6a737d"],
 };
 const ROW_H = 18;
 
