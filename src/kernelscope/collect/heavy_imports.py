@@ -38,6 +38,16 @@ class ImportWatch:
         return None  # finds nothing: the import goes on as it would
 
     @property
+    def nested(self) -> bool:
+        """Is the import beginning now inside another import still running?"""
+        last = self.pending.pop() if self.pending else None
+        try:
+            return self.busy
+        finally:
+            if last is not None:
+                self.pending.append(last)
+
+    @property
     def busy(self) -> bool:
         """Is an import that began under the session still running? (A module being imported is in
         ``sys.modules`` with ``__spec__._initializing`` set; one not there has failed or not begun.)"""

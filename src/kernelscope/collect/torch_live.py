@@ -289,9 +289,10 @@ class Session:
 
     def _import_starting(self, name: str) -> None:
         """The program imports a module (heavy_imports.py): not recorded."""
-        if self._armed or self._finalized:
-            return  # (the program's own imports before its first op, or kernelscope's)
-        if len(self.imported) < 5 and not any(name.startswith(n + ".") for n in self.imported):
+        if self._armed or self._finalized or self._busy:
+            return  # (the program's own imports before its first op, or kernelscope's while it changes windows)
+        outermost = not self.imports.nested
+        if outermost and len(self.imported) < 5 and not any(name.startswith(n + ".") for n in self.imported):
             self.imported.append(name)
         if self.recorder.open and not self._busy and name not in HEAVY and not self.safety.can_turn_over():
             return  # inside torch code that may hold the window's state: recording goes on (a small import)
@@ -471,8 +472,12 @@ class Session:
         if not self.recorder.can_stop(self._finalized):
             return False
         self.modules.resolve()
-        with self.accounts.spending() as closing:
-            closed = self.recorder.stop(compile_entry=compile_entry)
+        busy, self._busy = self._busy, True  # (what stopping imports is kernelscope's, not the program's)
+        try:
+            with self.accounts.spending() as closing:
+                closed = self.recorder.stop(compile_entry=compile_entry)
+        finally:
+            self._busy = busy
         self.accounts.window_closed(
             window=closed.window,
             cpu=closed.cpu,
