@@ -303,7 +303,9 @@ def test_a_frame_running_across_windows_is_one_call() -> None:
     p = s.finalize()
     assert p.metadata["windows"] >= 4  # outer() and inner() run on across window turnovers
     here = _line_calls(p, "test_a_frame_running_across_windows_is_one_call")
-    assert here and set(here.values()) == {1.0}  # outer() once, not once a window
+    # outer() once, not once a window (the session's own start/finalize lines hold time but no run of torch work:
+    # 0 calls, docs/view.md "What `calls` counts")
+    assert here and {v for v in here.values() if v} == {1.0}, here
     inner_line = outer.__code__.co_firstlineno + 3
     assert _line_calls(p, "outer")[inner_line] == 6.0
 

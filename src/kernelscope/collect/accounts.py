@@ -122,10 +122,11 @@ class Spend:
 
 
 class Accounts:
-    """What kernelscope spent and what it recorded, on two clocks: wall time (what the profile states) and the
-    process's CPU time (what the budget decides on: a busy machine stretches the program's wall time and
-    kernelscope's alike, and a program waiting for data records nothing while it waits). The clocks are
-    injectable (tests use fake ones)."""
+    """What kernelscope spent and what it recorded, on two clocks: wall time (what the profile states and the
+    budget is in: the program's wall time, kernelscope's wall cost) and the process's CPU time (what the cost of
+    recording grows with: a program waiting for data or for the GPU records nothing while it waits, so the
+    open window and the next step are projected from CPU time, converted to wall at the load measured on
+    kernelscope's own work). The clocks are injectable (tests use fake ones)."""
 
     def __init__(
         self,
@@ -208,9 +209,22 @@ class Accounts:
         self._window_seconds += cpu
         self.fixed = fixed
 
+    @property
+    def load(self) -> float:
+        """Wall seconds per CPU second of kernelscope's own work: 1 on an idle core, more beside a busy neighbour."""
+        if self.own.cpu < 0.05:
+            return 1.0
+        return min(max(self.own.wall / self.own.cpu, 1.0), 10.0)
+
+    @property
+    def wall_rate(self) -> float:
+        """kernelscope's cost in wall seconds per CPU second of the program recorded (``rate`` × ``load``)."""
+        return self.rate * self.load
+
     def projected(self, window_cpu: float) -> float:
-        """The CPU cost so far with the open window (``window_cpu`` CPU seconds old) projected in at the rate."""
-        return self.cost_cpu + (self.fixed + window_cpu * self.rate if window_cpu else 0.0)
+        """The wall cost so far with the open window (``window_cpu`` CPU seconds old) projected in: the rate is
+        measured on CPU time (a program that waits records nothing while it waits), converted at the load."""
+        return self.cost + ((self.fixed + window_cpu * self.rate) * self.load if window_cpu else 0.0)
 
     def program_seconds(self) -> float:
         """The program's own wall time since recording could begin: kernelscope's cost left out."""

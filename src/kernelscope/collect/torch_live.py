@@ -102,6 +102,7 @@ class Session:
         self._step_times: deque[float] = deque(maxlen=9)  # the last steps' own CPU times, kernelscope's cost out
         self._step_cost = 0.0
         self._fresh = False
+        self._step_seconds: float | None = None  # the median of the last steps' own CPU times
         self._opened = 0.0  # the CPU seconds opening the last window took
         self._broken: str | None = None  # an internal error stopped recording
 
@@ -230,12 +231,14 @@ class Session:
         self.log.restart(self.recorder.open)
         self._plan_steps = 0
         self._step_times.clear()  # the new source's steps are another kind of step
+        self._step_seconds = None
 
     def _count_step(self) -> None:
         now = time.process_time()  # CPU time: what recording a step costs grows with (waits record nothing)
-        cost = self.accounts.cost_cpu
+        cost = self.accounts.own.cpu
         if self._last_step is not None:  # the program's own time in the step: kernelscope's cost left out
             self._step_times.append(max(now - self._last_step - (cost - self._step_cost), 0.0))
+            self._step_seconds = statistics.median(self._step_times)
         self._last_step, self._step_cost = now, cost
         if self._armed:
             self._armed = False
@@ -395,9 +398,9 @@ class Session:
             whole_steps=self.log.whole_count,
             fold_due=bool(fold_due),
             cost=self.accounts.projected(r.cpu_age()),
-            program_seconds=self.accounts.program_cpu(),
-            step_seconds=statistics.median(self._step_times) if self._step_times else None,
-            rate=self.accounts.rate,
+            program_seconds=self.accounts.program_seconds(),
+            step_seconds=self._step_seconds,
+            rate=self.accounts.wall_rate,
             sampled=self.accounts.holds > 0,
         )
 
