@@ -23,9 +23,9 @@ from numbers import Number
 from types import SimpleNamespace
 from typing import Any
 
+from ...attribute.userframes import display_path, is_user_file
 from ...errors import BadInputError
 from ...model import Frame, ProfileBuilder
-from ..userframes import display_path, is_user_file
 from .compat import launch_hooks
 from .helpers import InterpretedHelpers
 

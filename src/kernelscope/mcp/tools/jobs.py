@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
-from ...inputs import is_store
+from ...model.io import is_store
 from ..bounds import DEFAULT_LIMIT, DEFAULT_MAX_BYTES, MAX_LIMIT, capped, int_option
 from ..failure import ToolFailure
 from ..opened import opened
