@@ -4,9 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from .analysis import views as _views
+from .analysis.ranks import RanksReport, use_job_analysis
 from .model import Profile, load
+from .model.profile import use_viewer
+from .version import __version__
 
-__version__ = "0.1.0"
+# The front door wires upper layers into lower ones, so that no module imports a layer above its own
+# (DESIGN.md, "Layers"; the contract is in pyproject.toml).
+use_viewer(_views.view)  # Profile.view reads with analysis.views
+
+
+def _job_analysis(merged: Profile) -> RanksReport | None:
+    try:
+        from .store.ranks import analyze_profile
+    except ImportError:  # the store extra (pyarrow, duckdb) is not installed
+        return None
+    return analyze_profile(merged)
+
+
+use_job_analysis(_job_analysis)  # the advisor's rank rules read store.ranks' SQL
 
 __all__ = [
     "Profile",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -138,14 +138,29 @@ class Profile:
         save(self, path)
 
     def view(self, by: str = "tree", **options: Any) -> Any:
-        from ..analysis.views import view
-
-        return view(self, by=by, **options)
+        """The tree or a grouping: ``analysis.views.view``, which the package's front door plugs in (see ``use_viewer``)."""
+        if not _VIEWER:
+            raise RuntimeError("Profile.view: no viewer set (kernelscope/__init__.py sets analysis.views.view)")
+        return _VIEWER[0](self, by=by, **options)
 
     def replace(self, **changes: Any) -> Profile:
         from dataclasses import replace
 
         return replace(self, **changes)
+
+
+class Viewer(Protocol):
+    def __call__(self, profile: Profile, by: str = "tree", **options: object) -> Any: ...
+
+
+# Reading a profile (trees, groupings) is analysis, a layer above the model: the model never imports it.
+# ``kernelscope/__init__.py``, which runs before any ``kernelscope.*`` module, sets it here.
+_VIEWER: list[Viewer] = []
+
+
+def use_viewer(viewer: Viewer) -> None:
+    """Make ``Profile.view`` read with ``viewer`` (``analysis.views.view``)."""
+    _VIEWER[:] = [viewer]
 
 
 def inclusive_of(parent: npt.NDArray[np.int32], exclusive: FloatArray) -> FloatArray:

@@ -14,7 +14,7 @@ from ..registry import tool
 from .options import Limit, MaxBytes
 
 if TYPE_CHECKING:  # the store's modules need the [store] extra (pyarrow, duckdb): imported when called
-    from ...store.ranks import RanksReport
+    from ...analysis.ranks import RanksReport
 
 
 @tool("ranks")
