@@ -102,7 +102,8 @@ class LaunchRecorder:
 
     @staticmethod
     def install_if_available() -> LaunchRecorder | None:
-        """An installed recorder when a Triton kernelscope can drive is installed (imports it: ~0.5 s), else None.
+        """An installed recorder when a Triton kernelscope can drive is installed (imports it, a
+        fraction of a second: benchmarks/README.md, "Costs the code's comments rely on"), else None.
 
         For a profiling session: ``rec = LaunchRecorder.install_if_available()`` at start, then
         ``rec.remove(); rec.graft(builder)`` at the end.
