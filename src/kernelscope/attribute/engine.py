@@ -31,9 +31,9 @@ from collections import Counter, defaultdict
 from typing import Any, Protocol
 
 from ..model import Profile, ProfileBuilder, Track
-from .device_join import UNLINKED_SCOPE, _join_device
-from .nesting import NO_FORWARD_SCOPE, _sweep_host
-from .stores import _Launches, _Rows, _timeline, _Tree
+from .device_join import UNLINKED_SCOPE, join_device
+from .nesting import NO_FORWARD_SCOPE, sweep_host
+from .stores import Launches, Rows, Tree, build_timeline
 from .structure import user_structure
 from .tables import EventTables
 
@@ -80,8 +80,8 @@ class Attributor:
     ) -> None:
         self.tables = tables
         self.warnings = warnings
-        self.tree = _Tree(tables.frames)
-        self.rows = _Rows(tables.temp)
+        self.tree = Tree(tables.frames)
+        self.rows = Rows(tables.temp)
         self.host_timeline = host_timeline
         self.placer = placer
         self.watch = watch
@@ -116,12 +116,12 @@ class Attributor:
         t = self.tables
         for pid, tid in t.threads:
             self.track("thread", pid, tid)
-        launches = _Launches(t.temp)
+        launches = Launches(t.temp)
         try:
-            ext_nodes = _sweep_host(self, launches)
+            ext_nodes = sweep_host(self, launches)
             if len(t.device):
                 self.device_seen = True
-                time_ns = _join_device(self, launches, ext_nodes)
+                time_ns = join_device(self, launches, ext_nodes)
                 for node, value in time_ns.items():
                     self.device_time[node] += value
         finally:
@@ -156,7 +156,7 @@ class Attributor:
         self.flush()
         b = self.tree.b
         keep = self.host_timeline or len(self.rows) > 0
-        timeline = _timeline(self.tracks, self.rows, self.tables.temp) if keep else None
+        timeline = build_timeline(self.tracks, self.rows, self.tables.temp) if keep else None
         if self.host_timeline or self.warnings:
             metadata = {**metadata, "import_warnings": dict(sorted(self.warnings.items()))}
         return user_structure(b.build(metadata, timeline))
