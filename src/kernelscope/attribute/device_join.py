@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..model import Category, Frame
 from ..model.timeline import LINKED
+from .fold_state import FoldState
 from .records import Kind
 from .spill import I64
 from .stores import BLOCK, Joined, Launches
-
-if TYPE_CHECKING:
-    from .engine import Attributor
 
 UNLINKED_SCOPE = "launched before trace"
 _DEVICE_CATEGORY = {
@@ -26,7 +23,7 @@ _DEVICE_CATEGORY = {
 }
 
 
-def join_device(engine: Attributor, launches: Launches, ext_nodes: dict[int, int]) -> defaultdict[int, float]:
+def join_device(engine: FoldState, launches: Launches, ext_nodes: dict[int, int]) -> defaultdict[int, float]:
     """Kernels, copies and sets under the context of the runtime call that launched them.
 
     A sort-merge join on disk: the device events (runs sorted by correlation) against the launches

@@ -28,28 +28,17 @@ innermost context of each allocation.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any, Protocol
+from typing import Any
 
-from ..model import Profile, ProfileBuilder, Track
+from ..model import Profile, Track
 from .device_join import UNLINKED_SCOPE, join_device
+from .fold_state import Placer
 from .nesting import NO_FORWARD_SCOPE, sweep_host
 from .stores import Launches, Rows, Tree, build_timeline
 from .structure import user_structure
 from .tables import EventTables
 
 __all__ = ["NO_FORWARD_SCOPE", "UNLINKED_SCOPE", "Attributor", "build_profile"]
-
-
-class Placer(Protocol):
-    """Places a compiled graph's kernel under the lines it fused (live runs with torch.compile
-    provenance; see ``compiled_placer``). ``begin`` is asked for every outermost op of a region
-    or backward; it returns the node to attribute the call to, or None (not a compiled kernel)."""
-
-    def begin(self, name: str, backward: bool, ctx: int, builder: ProfileBuilder) -> tuple[int, Any] | None: ...
-
-    def finish(self, token: Any, metrics: dict[str, float], builder: ProfileBuilder) -> None: ...
-
-    def enter_graph(self) -> None: ...
 
 
 def build_profile(tables: EventTables, metadata: dict[str, Any], warnings: Counter[str]) -> Profile:

@@ -11,17 +11,15 @@ from __future__ import annotations
 import array
 import bisect
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..model import Category, Frame, FrameKind
+from .fold_state import FoldState
 from .records import GRAPH_CALL, Kind
 from .stores import BLOCK, Launches, OpIds, Tree
 from .tables import HostTable
-
-if TYPE_CHECKING:
-    from .engine import Attributor
 
 # stack entry fields
 _END, _NODE, _DUR, _CHILD, _FLOPS, _CHILD_FLOPS, _BW, _KIND, _LABEL, _NB, _PLACED, _IN_OP, _PEND = range(13)
@@ -34,7 +32,7 @@ _PLACING = frozenset({Kind.PYTHON, Kind.MODULE, Kind.OP})
 _CALL_ROWS = frozenset({Kind.PYTHON, Kind.MODULE})  # value -1: the frame's call was counted in an earlier window
 
 
-def sweep_host(engine: Attributor, launches: Launches) -> dict[int, int]:
+def sweep_host(engine: FoldState, launches: Launches) -> dict[int, int]:
     """Nest host events; the launches go to ``launches``. Returns the fallback context (the first op with
     that External id) of every External id of a launch outside any op that has one."""
     tables = engine.tables
