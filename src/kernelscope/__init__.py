@@ -4,15 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from .analysis import views as _views
 from .analysis.ranks import RanksReport, use_job_analysis
 from .model import Profile, load
 from .model.profile import use_viewer
 from .version import __version__
 
 # The front door wires upper layers into lower ones, so that no module imports a layer above its own
-# (DESIGN.md, "Layers"; the contract is in pyproject.toml).
-use_viewer(_views.view)  # Profile.view reads with analysis.views
+# (DESIGN.md, "Layers"; the contracts are in pyproject.toml). It runs before any kernelscope.* module.
+
+
+def _view(profile: Profile, by: str = "tree", **options: object) -> Any:
+    from .analysis.views import view  # (late: `import kernelscope` stays light for live runs)
+
+    return view(profile, by=by, **options)
+
+
+use_viewer(_view)  # Profile.view reads with analysis.views
 
 
 def _job_analysis(merged: Profile) -> RanksReport | None:
