@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from kernelscope.collect.compile import CompileCapture, FusedOrigin, module_path, parse_stack, split_kernel_name
+from kernelscope.attribute.compiled import FusedOrigin
+from kernelscope.collect.compile import CompileCapture, module_path, parse_stack, split_kernel_name
 from kernelscope.collect.compile import capture as capture_module  # where CompileCapture looks up probe
 
 torch = pytest.importorskip("torch")

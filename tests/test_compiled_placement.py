@@ -5,8 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernelscope.attribute.compiled import common_prefix, place_compiled_kernel, split_exact
-from kernelscope.collect.compile import FusedOrigin
+from kernelscope.attribute.compiled import FusedOrigin, common_prefix, place_compiled_kernel, split_exact
 from kernelscope.model import Frame
 
 TOP = Frame.python("model.py", 34, "forward")

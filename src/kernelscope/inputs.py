@@ -6,7 +6,7 @@ import os
 
 from .errors import BadInputError
 from .model import Profile, load
-from .model.io import MAGIC, is_ksprof
+from .model.io import MAGIC, is_ksprof, is_store
 from .trust.limits import refuse_special
 
 
@@ -20,14 +20,6 @@ def _looks_like_ksprof(path: str) -> bool:
             return fh.read(4) == MAGIC
     except OSError:
         return False
-
-
-STORE_MANIFEST = "store.json"
-
-
-def is_store(path: str) -> bool:
-    """A folder ``kernelscope import --store`` wrote (docs/store.md)."""
-    return os.path.isdir(path) and os.path.isfile(os.path.join(path, STORE_MANIFEST))
 
 
 def open_profile(path: str) -> Profile:

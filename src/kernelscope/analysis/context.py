@@ -2,7 +2,7 @@
 
 DESIGN.md: the *user line* is the innermost Python frame outside the stdlib, site-packages,
 the framework and kernelscope. Collectors and importers already leave those frames out of the
-tree (``collect.userframes``, ``importers.kineto.pyframes``), so here the user line is the
+tree (``attribute.userframes``, ``importers.kineto.pyframes``), so here the user line is the
 innermost Python frame on the path, the same key ``view --by line`` uses. ``is_library`` can
 drop more files (e.g. a model library) without re-importing.
 """

@@ -1,6 +1,6 @@
 """Place an Inductor kernel under the user lines and modules of the ops it fused (DESIGN.md).
 
-Pure: input is the kernel frame, its origins (see ``collect.compile.FusedOrigin``) and the
+Pure: input is the kernel frame, its origins (:class:`FusedOrigin`, which ``collect.compile`` reads from FX node metadata) and the
 kernel's measured metrics; output is the paths and metrics to add, relative to the user context
 the compiled region was called from.
 
@@ -16,14 +16,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..model import Frame
 
 T = TypeVar("T")
 
-if TYPE_CHECKING:
-    from ..collect.compile.provenance import FusedOrigin
+
+@dataclass(frozen=True)
+class FusedOrigin:
+    """One original op (one or more post-grad FX nodes) inside an Inductor kernel."""
+
+    op: str  # original aten op, "aten::mm"
+    stack: tuple[Frame, ...]  # user python frames, outermost → innermost
+    module: Frame | None  # innermost module frame (attribute path, class)
+    backward: bool  # node of a backward graph (stack points at the forward line)
+    flops: float  # from node shapes (matmul/conv/...), 0 otherwise
+    bytes: float  # tensor bytes read + written by the node(s), from meta shapes/dtypes
+    nodes: tuple[str, ...] = ()  # post-grad node names (debugging)
+
 
 # FLOPs that cost as much time as one byte moved: a CPU's compute/bandwidth balance, roughly.
 # Only the *ratio* between parts of one kernel matters.

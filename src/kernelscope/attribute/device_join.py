@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..model import Category, Frame
 from ..model.timeline import LINKED
+from .fold_state import FoldState
 from .records import Kind
 from .spill import I64
-from .stores import _BLOCK, _Joined, _Launches
-
-if TYPE_CHECKING:
-    from .engine import Attributor
+from .stores import BLOCK, Joined, Launches
 
 UNLINKED_SCOPE = "launched before trace"
 _DEVICE_CATEGORY = {
@@ -26,7 +23,7 @@ _DEVICE_CATEGORY = {
 }
 
 
-def _join_device(engine: Attributor, launches: _Launches, ext_nodes: dict[int, int]) -> defaultdict[int, float]:
+def join_device(engine: FoldState, launches: Launches, ext_nodes: dict[int, int]) -> defaultdict[int, float]:
     """Kernels, copies and sets under the context of the runtime call that launched them.
 
     A sort-merge join on disk: the device events (runs sorted by correlation) against the launches
@@ -39,9 +36,9 @@ def _join_device(engine: Attributor, launches: _Launches, ext_nodes: dict[int, i
     d = tables.device
     if len(d) == 0:
         return time_ns
-    joined = _Joined(tables.temp)
+    joined = Joined(tables.temp)
     try:
-        first_of, pairs, n_unlinked = _merge_join(d.windows(window_rows=_BLOCK), launches, ext_nodes, joined)
+        first_of, pairs, n_unlinked = _merge_join(d.windows(window_rows=BLOCK), launches, ext_nodes, joined)
         d.close()
         unlinked_node = 0
         if n_unlinked:
@@ -67,7 +64,7 @@ def _join_device(engine: Attributor, launches: _Launches, ext_nodes: dict[int, i
         nn = len(tree.b)
         totals = np.zeros(nn, np.float64)
         calls = np.zeros(nn, np.int64)
-        for w in joined.windows(window_rows=_BLOCK):
+        for w in joined.windows(window_rows=BLOCK):
             w = w[np.argsort(w[:, 0], kind="stable")]
             ctx = w[:, 1]
             keys = zip(ctx.tolist(), w[:, 5].tolist(), w[:, 6].tolist(), w[:, 7].tolist(), strict=True)
@@ -106,7 +103,7 @@ def _join_device(engine: Attributor, launches: _Launches, ext_nodes: dict[int, i
 
 
 def _merge_join(
-    device_windows: Iterator[I64], launches: _Launches, ext_nodes: dict[int, int], joined: _Joined
+    device_windows: Iterator[I64], launches: Launches, ext_nodes: dict[int, int], joined: Joined
 ) -> tuple[dict[tuple[int, int, int, int], int], set[tuple[int, int]], int]:
     """Join device windows (by correlation) with the launches; the rows go to ``joined``. Returns the first
     file position of every (context, name, device, stream), the (device, stream) pairs, and the number of
@@ -116,7 +113,7 @@ def _merge_join(
     n_unlinked = 0
     l_corr = np.zeros(0, np.int64)
     l_node = np.zeros(0, np.int64)
-    l_windows = launches.windows(window_rows=_BLOCK)
+    l_windows = launches.windows(window_rows=BLOCK)
     l_done = False
     for w in device_windows:
         w = w[np.argsort(w[:, 6], kind="stable")]

@@ -28,30 +28,19 @@ innermost context of each allocation.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from ..model import Profile, ProfileBuilder, Track
-from .device_join import UNLINKED_SCOPE, _join_device
-from .nesting import NO_FORWARD_SCOPE, _sweep_host
-from .stores import _Launches, _Rows, _timeline, _Tree
+from ..model import Profile, Track
+from .device_join import UNLINKED_SCOPE, join_device
+from .fold_state import Placer
+from .nesting import NO_FORWARD_SCOPE, sweep_host
+from .stores import Launches, Rows, Tree, build_timeline
 from .structure import user_structure
 from .tables import EventTables
 
 __all__ = ["NO_FORWARD_SCOPE", "UNLINKED_SCOPE", "Attributor", "build_profile"]
-
-
-class Placer(Protocol):
-    """Places a compiled graph's kernel under the lines it fused (live runs with torch.compile
-    provenance; see ``compiled_placer``). ``begin`` is asked for every outermost op of a region
-    or backward; it returns the node to attribute the call to, or None (not a compiled kernel)."""
-
-    def begin(self, name: str, backward: bool, ctx: int, builder: ProfileBuilder) -> tuple[int, Any] | None: ...
-
-    def finish(self, token: Any, metrics: dict[str, float], builder: ProfileBuilder) -> None: ...
-
-    def enter_graph(self) -> None: ...
 
 
 def build_profile(tables: EventTables, metadata: dict[str, Any], warnings: Counter[str]) -> Profile:
@@ -83,8 +72,8 @@ class Attributor:
     ) -> None:
         self.tables = tables
         self.warnings = warnings
-        self.tree = _Tree(tables.frames)
-        self.rows = _Rows(tables.temp)
+        self.tree = Tree(tables.frames)
+        self.rows = Rows(tables.temp)
         self.host_timeline = host_timeline
         self.placer = placer
         self.watch = watch
@@ -135,12 +124,12 @@ class Attributor:
         t = self.tables
         for pid, tid in t.threads:
             self.track("thread", pid, tid)
-        launches = _Launches(t.temp)
+        launches = Launches(t.temp)
         try:
-            ext_nodes = _sweep_host(self, launches)
+            ext_nodes = sweep_host(self, launches)
             if len(t.device):
                 self.device_seen = True
-                time_ns = _join_device(self, launches, ext_nodes)
+                time_ns = join_device(self, launches, ext_nodes)
                 for node, value in time_ns.items():
                     self.device_time[node] += value
         finally:
@@ -175,7 +164,7 @@ class Attributor:
         self.flush()
         b = self.tree.b
         keep = self.host_timeline or len(self.rows) > 0
-        timeline = _timeline(self.tracks, self.rows, self.tables.temp) if keep else None
+        timeline = build_timeline(self.tracks, self.rows, self.tables.temp) if keep else None
         if self.host_timeline or self.warnings:
             metadata = {**metadata, "import_warnings": dict(sorted(self.warnings.items()))}
         return user_structure(b.build(metadata, timeline))

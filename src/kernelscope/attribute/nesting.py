@@ -11,17 +11,15 @@ from __future__ import annotations
 import array
 import bisect
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..model import Category, Frame, FrameKind
+from .fold_state import FoldState
 from .records import GRAPH_CALL, Kind
-from .stores import _BLOCK, _Launches, _OpIds, _Tree
+from .stores import BLOCK, Launches, OpIds, Tree
 from .tables import HostTable
-
-if TYPE_CHECKING:
-    from .engine import Attributor
 
 # stack entry fields
 _END, _NODE, _DUR, _CHILD, _FLOPS, _CHILD_FLOPS, _BW, _KIND, _LABEL, _NB, _PLACED, _IN_OP, _PEND = range(13)
@@ -34,7 +32,7 @@ _PLACING = frozenset({Kind.PYTHON, Kind.MODULE, Kind.OP})
 _CALL_ROWS = frozenset({Kind.PYTHON, Kind.MODULE})  # value -1: the frame's call was counted in an earlier window
 
 
-def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
+def sweep_host(engine: FoldState, launches: Launches) -> dict[int, int]:
     """Nest host events; the launches go to ``launches``. Returns the fallback context (the first op with
     that External id) of every External id of a launch outside any op that has one."""
     tables = engine.tables
@@ -61,7 +59,7 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
     b = tree.b
     child = tree.child
     r_add = rows.data.extend
-    ops = _OpIds(tables.temp)  # External id and node of every op: the fallback for launches outside any op
+    ops = OpIds(tables.temp)  # External id and node of every op: the fallback for launches outside any op
     o_add = ops.data.extend
     l_add = launches.data.extend
     fwd_seq = engine.fwd_seq  # sequence number -> forward op node
@@ -131,6 +129,25 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
             if e[_FLOPS] or e[_CHILD_FLOPS]:
                 top[_CHILD_FLOPS] = True
 
+    def backward_parent(sq: int, parent: int) -> int:
+        """Where an autograd op goes: under the forward context of the op with its sequence number (or, when
+        that op is not in the trace, of the forward ops around it); else under the context that ran backward()."""
+        nonlocal bracketed, unmatched_bw
+        fwd_op = fwd_seq.get(sq)
+        if fwd_op is None:
+            fwd_op = fwd_prev.get(sq)
+        if fwd_op is not None:
+            return tree.child_frame(tree.forward_context(fwd_op), Frame.backward())
+        around = nearest.context(sq) if sq >= 0 else None
+        if around is not None:
+            bracketed += 1
+            return tree.child_frame(around, Frame.backward())
+        if sq >= 0:  # (gradient accumulation has no sequence number: no forward op to miss)
+            unmatched_bw += 1
+        if parent == base:
+            parent = tree.child_frame(base, Frame.scope(NO_FORWARD_SCOPE))
+        return tree.child_frame(parent, Frame.backward())
+
     cur = -1
     base = 0
     track = 0
@@ -153,34 +170,17 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
                 is_bw_thread = t in bw_set
             s = st[i]
             e_ = en[i]
-            while stack:  # close what ended before this event (pop(), inlined: the hottest loop)
-                e = stack[-1]
-                if e[_END] > s:
-                    if e_ > e[_END]:  # starts inside, ends after: clip it to its parent (rounding, clock skew)
-                        # (a Python row's end moves no op's time: clipping it is not worth a warning. A live run's
-                        # row for an op called straight from a function spans that op, which can start a
-                        # microsecond before its previous sibling ends)
-                        if kd[i] != K_PYTHON:
-                            overlaps += 1
-                        e_ = e[_END]
-                    break
-                stack.pop()
-                self_t = e[_DUR] - e[_CHILD]
-                if e[_PLACED] is not None:
-                    finish_placed(e, self_t)
-                elif self_t > 0:
-                    cpu_time[e[_NODE]] += self_t
-                    if e[_KIND] == K_OP:
-                        op_time[e[_NODE]] += self_t
-                if e[_FLOPS] and not e[_CHILD_FLOPS]:
-                    flops[e[_NODE]] += e[_FLOPS]
-                if e[_IN_OP]:
-                    bytes_up(e)
-                if stack:
-                    top = stack[-1]
-                    top[_CHILD] += e[_DUR]
-                    if e[_FLOPS] or e[_CHILD_FLOPS]:
-                        top[_CHILD_FLOPS] = True
+            while stack and stack[-1][_END] <= s:  # close what ended before this event
+                pop()
+            if (
+                stack and e_ > stack[-1][_END]
+            ):  # starts inside, ends after: clip it to its parent (rounding, clock skew)
+                # (a Python row's end moves no op's time: clipping it is not worth a warning. A live run's
+                # row for an op called straight from a function spans that op, which can start a
+                # microsecond before its previous sibling ends)
+                if kd[i] != K_PYTHON:
+                    overlaps += 1
+                e_ = stack[-1][_END]
             parent = stack[-1][_NODE] if stack else base
             k = kd[i]
             if k == K_MEMORY:
@@ -228,24 +228,7 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
                 if k in (K_OP, K_REGION) and not in_bw and (fw[i] > 0 or label in bw_labels):
                     # an autograd op (every vintage marks them with a Fwd thread id): under the forward
                     # context of the op with its sequence number; else under the context that ran backward()
-                    fwd_op = fwd_seq.get(seq[i])
-                    if fwd_op is None:
-                        fwd_op = fwd_prev.get(seq[i])
-                    around = None
-                    if fwd_op is None and seq[i] >= 0:
-                        around = nearest.context(seq[i])
-                        if around is not None:
-                            bracketed += 1
-                    if fwd_op is not None:
-                        parent = tree.child_frame(tree.forward_context(fwd_op), Frame.backward())
-                    elif around is not None:
-                        parent = tree.child_frame(around, Frame.backward())
-                    else:
-                        if seq[i] >= 0:  # (gradient accumulation has no sequence number: no forward op to miss)
-                            unmatched_bw += 1
-                        if parent == base:
-                            parent = tree.child_frame(base, Frame.scope(NO_FORWARD_SCOPE))
-                        parent = tree.child_frame(parent, Frame.backward())
+                    parent = backward_parent(seq[i], parent)
                     in_bw = True
                 at = None
                 if placer is not None and k == K_OP and not (stack and stack[-1][_KIND] == K_OP):
@@ -287,7 +270,18 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
     while stack:
         pop()
 
-    # A runtime call outside every op on its thread: fall back to the (first) op with its External id.
+    if overlaps:
+        warnings["host events ending after their parent (clipped to it)"] += overlaps
+    if unmatched_bw:
+        warnings["backward ops without a matching forward op"] += unmatched_bw
+    if bracketed:
+        warnings["backward ops whose forward op is not in the trace, placed by the forward ops around it"] += bracketed
+    return fallback_contexts(ops, pending_ext)
+
+
+def fallback_contexts(ops: OpIds, pending_ext: array.array[int]) -> dict[int, int]:
+    """A runtime call outside every op on its thread: fall back to the (first) op with its External id.
+    Returns that op's node for each of ``pending_ext``; closes ``ops``."""
     ext_nodes: dict[int, int] = {}
     try:
         if pending_ext:
@@ -300,12 +294,6 @@ def _sweep_host(engine: Attributor, launches: _Launches) -> dict[int, int]:
                     ext_nodes[k] = node
     finally:
         ops.close()
-    if overlaps:
-        warnings["host events ending after their parent (clipped to it)"] += overlaps
-    if unmatched_bw:
-        warnings["backward ops without a matching forward op"] += unmatched_bw
-    if bracketed:
-        warnings["backward ops whose forward op is not in the trace, placed by the forward ops around it"] += bracketed
     return ext_nodes
 
 
@@ -314,7 +302,7 @@ class _Bracket:
     ops that are: it ran between the ops with the nearest lower and higher sequence numbers, so it ran
     inside both their contexts' common ancestor (call stacks nest in time). None when that is the root."""
 
-    def __init__(self, tree: _Tree, fwd_seq: dict[int, int], fwd_prev: dict[int, int]) -> None:
+    def __init__(self, tree: Tree, fwd_seq: dict[int, int], fwd_prev: dict[int, int]) -> None:
         self.tree = tree
         self.maps = (fwd_seq, fwd_prev)
         self._keys: list[int] = []
@@ -339,7 +327,7 @@ class _Bracket:
         return node if node is not None else self.maps[1][seq]
 
 
-def _placement_context(tree: _Tree, parent: int, in_bw: bool) -> int:
+def _placement_context(tree: Tree, parent: int, in_bw: bool) -> int:
     """Where a compiled kernel's fused lines hang: in forward, the op's context; in backward, the forward
     context above the ``backward`` frame (the paths the placer adds end with their own ``backward``)."""
     if not in_bw:
@@ -363,5 +351,5 @@ def _host_blocks(h: HostTable, thread_order: list[int]) -> Iterator[list[list[An
             order = np.lexsort((w[:, 3], -end, start))
             w[:, 2] = end
             w = w[order]
-            for lo in range(0, len(w), _BLOCK):
-                yield w[lo : lo + _BLOCK].T.tolist()
+            for lo in range(0, len(w), BLOCK):
+                yield w[lo : lo + BLOCK].T.tolist()

@@ -11,13 +11,13 @@ import numpy as np
 import numpy.typing as npt
 
 from ..model import Frame, FrameKind, ProfileBuilder, Timeline, Track
-from ..model.timeline import _COLUMNS as TIMELINE_DTYPES
+from ..model.timeline import COLUMNS as TIMELINE_DTYPES
 from .spill import I64, RunStore, TempArea
 
-_BLOCK = 1 << 14  # events converted to Python lists at a time (two blocks are alive at once)
+BLOCK = 1 << 14  # events converted to Python lists at a time (two blocks are alive at once)
 
 
-class _Rows(RunStore):
+class Rows(RunStore):
     """Timeline rows (node, track, start, dur, category, flags, correlation), spilled to disk in runs
     sorted by (start, track) once they pass ``spill.RUN_ROWS``; merged into column files at the end."""
 
@@ -38,7 +38,7 @@ def _order_by(field: int) -> Any:
     return order
 
 
-class _Launches(RunStore):
+class Launches(RunStore):
     """Runtime calls with a correlation: (correlation, context node, External id of a call outside every
     op, else -1), in runs sorted (stably) by correlation: the launch side of the sort-merge join."""
 
@@ -46,7 +46,7 @@ class _Launches(RunStore):
         super().__init__(3, _order_by(0), key=0, temp=temp, stem="launches")
 
 
-class _OpIds(RunStore):
+class OpIds(RunStore):
     """(External id, node) of every op, in runs sorted (stably) by External id: the fallback for launches
     outside any op."""
 
@@ -54,7 +54,7 @@ class _OpIds(RunStore):
         super().__init__(2, _order_by(0), key=0, temp=temp, stem="ops")
 
 
-class _Joined(RunStore):
+class Joined(RunStore):
     """Device events after the join, in runs sorted by their position in the file:
     (idx, context node or -1 when unlinked, start, dur, kind, name, device, stream, correlation)."""
 
@@ -62,7 +62,7 @@ class _Joined(RunStore):
         super().__init__(9, _order_by(0), key=0, temp=temp, stem="joined")
 
 
-class _Tree:
+class Tree:
     """ProfileBuilder plus a cache keyed by the tables' own frame indices (cheaper than hashing Frames)."""
 
     def __init__(self, frames: list[Frame]) -> None:
@@ -109,17 +109,17 @@ class _Tree:
         return node
 
 
-def _timeline(tracks: list[Track], rows: _Rows, temp: TempArea) -> Timeline:
+def build_timeline(tracks: list[Track], rows: Rows, temp: TempArea) -> Timeline:
     """The rows sorted by (start, track), stably. Spilled rows are merged into one file per column and
     mapped (copy-on-write) from there: the timeline then lives in the page cache, not in the heap."""
-    dtypes = [np.dtype(TIMELINE_DTYPES[name]) for name in _Rows.FIELDS]
+    dtypes = [np.dtype(TIMELINE_DTYPES[name]) for name in Rows.FIELDS]
     rows.finish()
     if not rows.spilled:
         records = rows.runs[0].data if rows.runs else np.zeros((0, len(dtypes)), np.int64)
-        cols = {name: records[:, i].astype(dt) for i, (name, dt) in enumerate(zip(_Rows.FIELDS, dtypes, strict=True))}
+        cols = {name: records[:, i].astype(dt) for i, (name, dt) in enumerate(zip(Rows.FIELDS, dtypes, strict=True))}
         rows.close()
         return Timeline.from_columns(cols, tuple(tracks))
-    paths = [temp.path(f"column-{name}") for name in _Rows.FIELDS]
+    paths = [temp.path(f"column-{name}") for name in Rows.FIELDS]
     files = [open(p, "wb") for p in paths]  # noqa: SIM115  (closed below)
     try:
         for w in rows.windows():
@@ -131,7 +131,7 @@ def _timeline(tracks: list[Track], rows: _Rows, temp: TempArea) -> Timeline:
             fh.close()
         rows.close()
     cols = {}
-    for name, path, dt in zip(_Rows.FIELDS, paths, dtypes, strict=True):
+    for name, path, dt in zip(Rows.FIELDS, paths, dtypes, strict=True):
         with open(path, "rb") as src:
             mm = mmap.mmap(src.fileno(), 0, access=mmap.ACCESS_COPY)
         os.unlink(path)  # the mapping keeps the data; nothing is left behind on disk

@@ -18,9 +18,8 @@ from typing import Any
 from ..analysis.summary import time_meaning
 from ..errors import UsageError
 from ..importers.multirank import import_ranks, merge_ranks, ranks_of
-from ..inputs import is_store
 from ..model import Profile, save
-from ..model.io import is_ksprof
+from ..model.io import is_ksprof, is_store
 from ..render.format import fmt_ns
 from ..render.json_view import dump
 from ..trust.limits import refuse_special

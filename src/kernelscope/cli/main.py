@@ -6,9 +6,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from .. import __version__
 from ..errors import KernelscopeError
 from ..trust.text import visible
+from ..version import __version__
 from .command import Command
 from .registry import commands
 

@@ -7,7 +7,7 @@ import os
 import sys
 
 from ..errors import BadInputError
-from ..inputs import is_store
+from ..model.io import is_store
 from ..render.console import make_console
 from ..render.json_view import dump
 from .validate import positive_int

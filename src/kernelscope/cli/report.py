@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 from ..errors import UsageError
-from ..inputs import is_store, open_profile
+from ..inputs import open_profile
 from ..model import Profile
+from ..model.io import is_store
 from ..render.json_view import dump
 from ..render.report import write_report
 from .sources import add_source_root_argument, source_roots

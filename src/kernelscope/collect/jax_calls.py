@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from .userframes import is_user_file
+from ..attribute.userframes import is_user_file
 
 # (file, line, function) of each user frame, outermost first
 Stack = tuple[tuple[str, int, str], ...]

@@ -1,6 +1,6 @@
 """Start torch.compile's provenance capture only when the program uses torch.compile.
 
-The capture needs Inductor's ``compile_fx`` (~1.2 s to import on this 2-core VM, on top of the
+The capture needs Inductor's ``compile_fx`` (seconds to import: benchmarks/README.md, "Costs the code's comments rely on"; on top of the
 ``torch._inductor`` package that torch.profiler's own start imports), paid even by programs that never
 compile. So a session hooks it in at ``torch.compile(...)`` (a thin wrapper on the public entry point,
 removed afterwards), which comes before the first compilation: Dynamo compiles a function at its first

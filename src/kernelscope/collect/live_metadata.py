@@ -19,7 +19,7 @@ def run_metadata() -> dict[str, Any]:
     by a checkpoint (collect/checkpoint.py), not at every write."""
     import torch
 
-    from .. import __version__
+    from ..version import __version__
 
     return {
         "tool": "kernelscope",

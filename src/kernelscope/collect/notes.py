@@ -7,7 +7,7 @@ import threading
 from types import FrameType
 from typing import Any
 
-from .userframes import is_program_file
+from ..attribute.userframes import is_program_file
 
 
 def session_notes(skip_first: int, steps: int, windows: int, events: int, armed: bool) -> list[str]:

@@ -30,9 +30,9 @@ from typing import Any
 from ..attribute.costs import FLOP_RULES, op_bytes, op_flops
 from ..attribute.records import BACKWARD_PREFIX, Kind, is_comm_kernel
 from ..attribute.tables import EventTables
+from ..attribute.userframes import display_path, is_user_file
 from ..model import Frame
 from .continued import Chain, continued_events
-from .userframes import display_path, is_user_file
 
 # c10::ScalarType codes as torch's profiler records a dtype argument
 SCALAR_TYPES = {

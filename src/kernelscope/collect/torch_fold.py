@@ -13,7 +13,8 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..attribute.engine import Attributor, Placer
+from ..attribute.engine import Attributor
+from ..attribute.fold_state import Placer
 from ..attribute.tables import EventTables
 from ..model import Frame, FrameKind, Profile, ProfileBuilder
 from ..model.timeline import Category

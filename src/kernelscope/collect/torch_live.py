@@ -20,6 +20,7 @@ from collections import defaultdict, deque
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from ..attribute.userframes import is_program_file
 from ..model import Profile
 from ..model.profile import prune_empty
 from ._process import _sigint_deferred
@@ -37,7 +38,6 @@ from .recorder import Recorder
 from .safepoint import StackSafety
 from .sampling import Sampling
 from .steps import StepDetector
-from .userframes import is_program_file
 
 if TYPE_CHECKING:
     from .torch_lines import Counter, LineMode, OperatorLines

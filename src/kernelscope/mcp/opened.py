@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..errors import KernelscopeError, UnknownFormatError
-from ..inputs import STORE_MANIFEST, is_store, open_profile
+from ..inputs import open_profile
 from ..model import Profile
+from ..model.io import STORE_MANIFEST, is_store
 from .failure import ToolFailure
 
 KEEP = 4

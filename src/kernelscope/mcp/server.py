@@ -18,9 +18,9 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
-from .. import __version__
 from ..errors import KernelscopeError
 from ..trust.sources import SourceRoots
+from ..version import __version__
 from .failure import ToolFailure
 from .registry import ToolSpec, tools
 from .roots import set_source_roots

@@ -82,6 +82,14 @@ def save(profile: Profile, path: str | os.PathLike[str]) -> None:
         raise
 
 
+STORE_MANIFEST = "store.json"
+
+
+def is_store(path: str) -> bool:
+    """A folder ``kernelscope import --store`` wrote (docs/store.md): its merged profile plus per-rank tables."""
+    return os.path.isdir(path) and os.path.isfile(os.path.join(path, STORE_MANIFEST))
+
+
 def is_ksprof(path: str | os.PathLike[str]) -> bool:
     if not os.path.isfile(path):  # a FIFO or device is never opened to look
         return False

@@ -8,10 +8,11 @@ inclusive values are derived, never stored.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import html
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -138,9 +139,10 @@ class Profile:
         save(self, path)
 
     def view(self, by: str = "tree", **options: Any) -> Any:
-        from ..analysis.views import view
-
-        return view(self, by=by, **options)
+        """The tree or a grouping: ``analysis.views.view``, which the package's front door plugs in (see ``use_viewer``)."""
+        if not _VIEWER:
+            raise RuntimeError("Profile.view: no viewer set (kernelscope/__init__.py sets analysis.views.view)")
+        return _VIEWER[0](self, by=by, **options)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         """In IPython: one line, not every array."""
@@ -149,15 +151,38 @@ class Profile:
         printer.text(f"<kernelscope Profile{what}: {len(self)} contexts, metrics {', '.join(self.metrics)}>")
 
     def _repr_html_(self) -> str:
-        """In a notebook: the tree and the interactive report (kernelscope.notebook), offline."""
-        from ..notebook import profile_html
-
-        return profile_html(self)
+        """In a notebook: the tree and the interactive report (``notebook.profile_html``, plugged in by the
+        package's front door, see ``use_html``), offline."""
+        if not _HTML:
+            return f"<pre>{html.escape(repr(self))}</pre>"
+        return _HTML[0](self)
 
     def replace(self, **changes: Any) -> Profile:
         from dataclasses import replace
 
         return replace(self, **changes)
+
+
+class Viewer(Protocol):
+    def __call__(self, profile: Profile, by: str = "tree", **options: object) -> Any: ...
+
+
+# Reading a profile (trees, groupings) is analysis, a layer above the model: the model never imports it.
+# ``kernelscope/__init__.py``, which runs before any ``kernelscope.*`` module, sets it here.
+_VIEWER: list[Viewer] = []
+
+
+_HTML: list[Callable[[Profile], str]] = []
+
+
+def use_html(render: Callable[[Profile], str]) -> None:
+    """Make ``Profile._repr_html_`` render with ``render`` (``notebook.profile_html``, a layer above)."""
+    _HTML[:] = [render]
+
+
+def use_viewer(viewer: Viewer) -> None:
+    """Make ``Profile.view`` read with ``viewer`` (``analysis.views.view``)."""
+    _VIEWER[:] = [viewer]
 
 
 def inclusive_of(parent: npt.NDArray[np.int32], exclusive: FloatArray) -> FloatArray:

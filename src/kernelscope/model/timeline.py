@@ -41,7 +41,7 @@ class Track:
         return Track(str(data["name"]), str(data["device"]), str(data.get("kind", "stream")))
 
 
-_COLUMNS: dict[str, type] = {
+COLUMNS: dict[str, type] = {
     "node": np.int32,
     "track": np.int32,
     "start_ns": np.int64,
@@ -69,11 +69,11 @@ class Timeline:
         return int(self.node.shape[0])
 
     def columns(self) -> dict[str, npt.NDArray[Any]]:
-        return {name: getattr(self, name) for name in _COLUMNS}
+        return {name: getattr(self, name) for name in COLUMNS}
 
     @staticmethod
     def from_columns(columns: dict[str, Any], tracks: tuple[Track, ...]) -> Timeline:
-        arrays: dict[str, Any] = {name: np.asarray(columns[name], dtype=dtype) for name, dtype in _COLUMNS.items()}
+        arrays: dict[str, Any] = {name: np.asarray(columns[name], dtype=dtype) for name, dtype in COLUMNS.items()}
         lengths = {a.shape[0] for a in arrays.values()}
         if len(lengths) > 1:
             raise ValueError(f"timeline columns have different lengths: {sorted(lengths)}")
@@ -99,7 +99,7 @@ class TimelineBuilder:
     """Appends rows into growable Python lists; ``build()`` turns them into arrays."""
 
     def __init__(self) -> None:
-        self._cols: dict[str, list[int]] = {name: [] for name in _COLUMNS}
+        self._cols: dict[str, list[int]] = {name: [] for name in COLUMNS}
         self._tracks: dict[Track, int] = {}
 
     def track(self, name: str, device: str, kind: str = "stream") -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from ..store.ranks import RanksReport
+from ..analysis.ranks import RanksReport
 from .format import fmt_ns
 from .labels import cut_middle, short_kernel_name
 

@@ -188,7 +188,8 @@ def render_tree(
         if note:
             line.append(note, style="dim")
         lines.append(line)
-    # one print for the whole tree: printing line by line costs ~0.2 ms a line
+    # one print for the whole tree: a print per line costs far more (benchmarks/README.md, "Costs the code's
+    # comments rely on")
     console.print(
         Text("\n").join(lines), no_wrap=True, overflow="ignore" if full_names else "ellipsis", crop=not full_names
     )

@@ -26,8 +26,9 @@ from typing import Any
 from ..errors import BadInputError, UsageError
 from ..importers.multirank import merge_ranks, rank_in
 from ..model import Profile, load, save
+from ..model.io import is_store
 from .integrity import claim_staging, clean_staging, expected_files, fingerprint
-from .layout import MERGED, Manifest, Skipped, is_store, rank_file, read_manifest, write_manifest
+from .layout import MERGED, Manifest, Skipped, rank_file, read_manifest, write_manifest
 from .schema import TABLES
 from .work import RankOutcome, import_rank
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import BadInputError
-from ..inputs import STORE_MANIFEST, is_store
+from ..model.io import STORE_MANIFEST
 from ..trust.limits import MAX_METADATA_BYTES
 from .schema import SCHEMA_VERSION, TABLES
 
@@ -137,7 +137,6 @@ __all__ = [
     "MERGED",
     "Manifest",
     "Skipped",
-    "is_store",
     "job_signature",
     "rank_file",
     "read_manifest",

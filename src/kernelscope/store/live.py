@@ -21,7 +21,8 @@ import pyarrow.parquet as pq
 from ..errors import UsageError
 from ..importers.multirank import merge_ranks
 from ..model import Profile, load, save
-from .layout import MANIFEST, MERGED, Manifest, is_store, rank_file, write_manifest
+from ..model.io import is_store
+from .layout import MANIFEST, MERGED, Manifest, rank_file, write_manifest
 from .schema import TABLES
 from .tables import rank_tables
 

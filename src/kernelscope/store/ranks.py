@@ -11,9 +11,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
+from ..analysis.ranks import Collective, Excess, RankComm, RanksReport, Spread, Straggler
 from ..errors import BadInputError
 from ..model import Profile
 from .read import Store
@@ -21,78 +22,6 @@ from .split import split_ranks
 from .tables import rank_tables
 
 TOP = 10
-
-
-@dataclass(frozen=True)
-class Collective:
-    name: str
-    group: str
-    seq: int  # seq_num when matched by it, else the position in the group
-    by_seq: bool
-    ranks: int  # ranks it was matched on
-    skew_ns: int  # last arrival − first arrival
-    first_rank: int
-    last_rank: int
-    line: str | None  # the launching line on the last rank
-
-
-@dataclass(frozen=True)
-class Excess:
-    by: str
-    key: str | None
-    rank_ns: float  # the straggler's time
-    median_ns: float  # the median rank's time
-    extra_ns: float
-
-
-@dataclass(frozen=True)
-class Straggler:
-    rank: int
-    last_arrivals: int  # collectives it arrived last at
-    collectives: int  # collectives matched on more than one rank
-    extra_ns: float  # its summed kernel time above the median rank's
-    excess: tuple[Excess, ...]  # by line and module, largest first
-
-
-@dataclass(frozen=True)
-class RankComm:
-    rank: int
-    total_ns: int
-    computation_ns: int
-    total_comm_ns: int
-    exposed_comm_ns: int
-
-
-@dataclass(frozen=True)
-class Spread:
-    by: str
-    key: str | None
-    min_ns: float
-    median_ns: float
-    max_ns: float
-    max_rank: int
-    imbalance: float  # (max − min) / median; 0 when even
-
-
-@dataclass(frozen=True)
-class RanksReport:
-    ranks: tuple[int, ...]
-    skipped: tuple[str, ...]
-    collectives: int  # matched collectives
-    matched_by_seq: bool
-    top_skew: tuple[Collective, ...]
-    straggler: Straggler | None
-    comm: tuple[RankComm, ...]
-    spread: tuple[Spread, ...]
-    heatmap: dict[str, Any] = field(
-        default_factory=dict
-    )  # {"line"|"module": {"keys": [...], "rows": [[ns per key] per rank]}}
-    left_out: tuple[int, ...] = ()  # ranks whose store files are damaged (--allow-partial), in ``skipped`` too
-
-    def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["schema"] = 1
-        return out
 
 
 def _rows(con: Any, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:

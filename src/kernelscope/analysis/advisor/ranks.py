@@ -1,20 +1,17 @@
 """Whole jobs: the rank that arrives last at collectives, skewed collectives, work spread unevenly over ranks.
 
-These read the cross-rank analysis (``store.ranks``: DuckDB over each rank's tables) of a merged
+These read the cross-rank analysis (``analysis.ranks.job_analysis``: ``store.ranks``, DuckDB over each rank's tables) of a merged
 profile — ``kernelscope import --store`` writes one, so does ``import`` of several rank files.
 """
 
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING
 
 from ...model import Profile
+from ..ranks import RanksReport, job_analysis
 from . import WITH_TIMELINE, Finding, Severity, Threshold, Thresholds, rule
 from ._evidence import ms, split_line
-
-if TYPE_CHECKING:
-    from ...store.ranks import RanksReport
 
 _CACHE: weakref.WeakKeyDictionary[Profile, RanksReport | None] = weakref.WeakKeyDictionary()
 
@@ -27,12 +24,7 @@ def job_report(profile: Profile) -> RanksReport | None:
     if (profile.metadata.get("source") or {}).get("format") != "merged":
         return None
     if profile not in _CACHE:
-        try:
-            from ...store.ranks import analyze_profile
-        except ImportError:  # the store extra (pyarrow, duckdb) is not installed
-            _CACHE[profile] = None
-            return None
-        _CACHE[profile] = analyze_profile(profile)
+        _CACHE[profile] = job_analysis(profile)
     return _CACHE[profile]
 
 

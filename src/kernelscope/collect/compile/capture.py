@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...attribute.compiled import FusedOrigin
 from . import api as private
 from .api import Api, Saved, probe, tested_versions, torch_version_tested
 from .diagnostics import (
@@ -42,7 +43,7 @@ from .diagnostics import (
     recompile,
     user_call_site,
 )
-from .provenance import FusedOrigin, GraphRecord, GraphTable, graph_record
+from .provenance import GraphRecord, GraphTable, graph_record
 from .runtime import compiled_runtime
 from .sites import CompileSites, call_site
 

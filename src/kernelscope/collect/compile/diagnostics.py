@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..userframes import display_path, is_user_file
+from ...attribute.userframes import display_path, is_user_file
 from .provenance import GraphRecord, original_function, parse_stack
 from .sites import CompiledCallable
 

@@ -15,9 +15,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...attribute.compiled import FusedOrigin
 from ...attribute.costs import op_flops
+from ...attribute.userframes import display_path, is_user_file
 from ...model import Frame
-from ..userframes import display_path, is_user_file
 
 # Ops that only re-describe memory: they move no bytes.
 _VIEW_OPS = frozenset(
@@ -38,19 +39,6 @@ _VIEW_OPS = frozenset(
         "aten::detach",
     }
 )
-
-
-@dataclass(frozen=True)
-class FusedOrigin:
-    """One original op (one or more post-grad FX nodes) inside an Inductor kernel."""
-
-    op: str  # original aten op, "aten::mm"
-    stack: tuple[Frame, ...]  # user python frames, outermost → innermost
-    module: Frame | None  # innermost module frame (attribute path, class)
-    backward: bool  # node of a backward graph (stack points at the forward line)
-    flops: float  # from node shapes (matmul/conv/...), 0 otherwise
-    bytes: float  # tensor bytes read + written by the node(s), from meta shapes/dtypes
-    nodes: tuple[str, ...] = ()  # post-grad node names (debugging)
 
 
 @dataclass(frozen=True)

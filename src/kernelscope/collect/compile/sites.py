@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-from ..userframes import display_path, is_user_file
+from ...attribute.userframes import display_path, is_user_file
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from ...attribute.userframes import display_path, is_user_file
 from ...model import Frame, FrameKind, ProfileBuilder
-from ..userframes import display_path, is_user_file
 from .chrome import Segment, StackFrame
 from .layers import OTHER, PYTHON, sample_layer
 

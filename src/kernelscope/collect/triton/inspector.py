@@ -9,8 +9,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ... import __version__
 from ...model import Profile, ProfileBuilder
+from ...version import __version__
 from ..runner import Outcome, run_program
 from .analyze import launch_totals
 from .compat import interpreter_module, triton_module

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..userframes import display_path, is_user_file
+from ...attribute.userframes import display_path, is_user_file
 from .compat import interpreter_module
 from .helpers import InterpretedHelpers
 from .records import ATOMIC, DOT, LOAD, STORE, Access, ArgInfo, Launch, Program

@@ -23,9 +23,9 @@ from numbers import Number
 from types import SimpleNamespace
 from typing import Any
 
+from ...attribute.userframes import display_path, is_user_file
 from ...errors import BadInputError
 from ...model import Frame, ProfileBuilder
-from ..userframes import display_path, is_user_file
 from .compat import launch_hooks
 from .helpers import InterpretedHelpers
 
@@ -102,7 +102,8 @@ class LaunchRecorder:
 
     @staticmethod
     def install_if_available() -> LaunchRecorder | None:
-        """An installed recorder when a Triton kernelscope can drive is installed (imports it: ~0.5 s), else None.
+        """An installed recorder when a Triton kernelscope can drive is installed (imports it, a
+        fraction of a second: benchmarks/README.md, "Costs the code's comments rely on"), else None.
 
         For a profiling session: ``rec = LaunchRecorder.install_if_available()`` at start, then
         ``rec.remove(); rec.graft(builder)`` at the end.

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ...collect.userframes import FRAMEWORK_PACKAGES, STDLIB
+from ...attribute.userframes import FRAMEWORK_PACKAGES, STDLIB
 from ...model import Frame
 
 _PY_NAME = re.compile(r"^(.*)\((\d+)\): (.*)$")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
-from ...collect.userframes import display_path
+from ...attribute.userframes import display_path
 from ...model import Frame
 from .hlo import HloModule
 from .reader import OpEvent

@@ -5,7 +5,7 @@ An executed instruction goes to
     outer user lines → <jit(fn)> → inner user lines, modules and scopes → [backward] → op (primitive) → kernel
     [→ parts]
 
-where the lines are the instruction's trace-time Python stack (user frames only, ``collect.userframes``)
+where the lines are the instruction's trace-time Python stack (user frames only, ``attribute.userframes``)
 split at the jitted function's own frame (the outer lines are the live run's recorded caller when there is
 one), modules and scopes come from the ``op_name`` name stack (Flax ``CNN/Conv_0``, ``jax.named_scope``),
 ``[backward]`` marks work under ``transpose(...)`` (JAX gives the
@@ -24,7 +24,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from ...attribute.compiled import common_prefix, split_exact
-from ...collect.userframes import display_path, is_user_file, resolve
+from ...attribute.userframes import display_path, is_user_file, resolve
 from ...model import Frame, FrameKind, ProfileBuilder
 from .hlo import HloModule, HloOp, Origin, SourceFrame
 

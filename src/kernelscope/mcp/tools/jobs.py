@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
-from ...inputs import is_store
+from ...model.io import is_store
 from ..bounds import DEFAULT_LIMIT, DEFAULT_MAX_BYTES, MAX_LIMIT, capped, int_option
 from ..failure import ToolFailure
 from ..opened import opened
@@ -14,7 +14,7 @@ from ..registry import tool
 from .options import Limit, MaxBytes
 
 if TYPE_CHECKING:  # the store's modules need the [store] extra (pyarrow, duckdb): imported when called
-    from ...store.ranks import RanksReport
+    from ...analysis.ranks import RanksReport
 
 
 @tool("ranks")

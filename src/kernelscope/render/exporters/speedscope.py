@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-from ... import __version__
 from ...model import FrameKind, Profile
+from ...version import __version__
 from ._tree import distinct_labels
 from .registry import Exporter, register
 

@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ... import __version__
 from ...analysis.per_step import scale_of, statement
 from ...analysis.summary import coverage_note
 from ...analysis.views import GROUPINGS, node_keys, own_nodes
@@ -25,6 +24,7 @@ from ...collect.checkpoint import abrupt_note
 from ...model import FrameKind, Profile
 from ...model.devices import devices_of
 from ...trust.sources import SourceRoots
+from ...version import __version__
 from .sources import capture_sources
 from .timeline import timeline_payload
 
