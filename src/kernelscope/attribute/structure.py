@@ -39,7 +39,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..model import Frame, FrameKind, Profile, ProfileBuilder
-from ..model.timeline import Timeline
+from ..model.timeline import Category, Timeline
 from .compiled_regions import compile_sites, compiled_module_calls, empty_compiles, named_region
 from .records import GRAPH_CALL, TORCH_REGION
 
@@ -227,5 +227,9 @@ def _rebuild(profile: Profile, new_frame: list[Frame | None], par: list[int]) ->
         metrics[name] = out
     tl = profile.timeline
     if tl is not None:
+        # a folded frame's own interval (an import's FRAME row) goes with it: renamed after its parent it would
+        # be a second call of the parent (an exported trace re-imported would count it); the rows of what ran
+        # in it (runtime calls, device work) move to the frame that takes its place
+        tl = tl.select(~(dropped[tl.node] & (tl.category == int(Category.FRAME))))
         tl = Timeline(tracks=tl.tracks, **{**tl.columns(), "node": index[tl.node].astype(np.int32)})
     return shell.replace(metrics=metrics, timeline=tl)
