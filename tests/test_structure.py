@@ -161,3 +161,24 @@ def test_nested_wrappers_ddp_of_a_compiled_model_and_fsdp_per_block() -> None:
     )  # fmt: skip
     labels = [f.label() for f in user_structure(p).frames[1:]]
     assert labels == ["train.py:3 main", "GPT (GPT)", "h.0 (Block)", "h.0.attn (Attention)", "aten::mm"]
+
+
+def test_a_library_frame_doing_the_work_is_not_a_pass_through() -> None:
+    # transformers' image_transforms.py normalize (owlv2 trace): most of its host time its own, around one small
+    # helper; its parent, whose host time is all in it, still folds
+    outer = PY("transformers/image_processing_utils.py", 79, "normalize")
+    inner = PY("transformers/image_transforms.py", 390, "normalize")
+    helper = PY("transformers/image_utils.py", 390, "get_channel_dimension_axis")
+    caller = PY("transformers/models/owlv2/image_processing_owlv2.py", 368, "preprocess")
+    p = build(
+        [
+            ([caller], {"cpu_time_ns": 5.0, "count": 1.0}),
+            ([caller, outer], {"cpu_time_ns": 1.0, "count": 1.0}),
+            ([caller, outer, inner], {"cpu_time_ns": 46_000.0, "count": 1.0}),
+            ([caller, outer, inner, helper], {"cpu_time_ns": 7.0, "count": 1.0}),
+            ([caller, PY("transformers/image_transforms.py", 93, "rescale")], {"cpu_time_ns": 100.0, "count": 1.0}),
+        ]
+    )  # fmt: skip
+    labels = [f.label() for f in user_structure(p).frames]
+    assert inner.label() in labels and helper.label() in labels
+    assert outer.label() not in labels
