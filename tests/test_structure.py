@@ -182,3 +182,20 @@ def test_a_library_frame_doing_the_work_is_not_a_pass_through() -> None:
     labels = [f.label() for f in user_structure(p).frames]
     assert inner.label() in labels and helper.label() in labels
     assert outer.label() not in labels
+
+
+def test_on_a_cpu_run_host_time_folded_into_an_op_is_op_time() -> None:
+    # a live CPU run: every op's time is its host self time; the graph call folded into CompiledFunctionBackward
+    # keeps it so (an export re-imported reads an op's self time as its time)
+    bw = OP("CompiledFunctionBackward")
+    graph = Frame.region("CompiledFxGraph", "fabc")
+    kernel = Frame.kernel("cpp_fused_sum_0", "cpu", -1)
+    paths = [
+        ([PY("train.py", 9, "main"), bw], {"time_ns": 2.0, "cpu_time_ns": 2.0, "count": 1.0}),
+        ([PY("train.py", 9, "main"), bw, graph], {"cpu_time_ns": 5.0, "count": 1.0}),
+        ([PY("train.py", 9, "main"), bw, graph, kernel], {"time_ns": 7.0, "cpu_time_ns": 7.0, "count": 1.0}),
+    ]
+    for device_run, op_time in ((False, 7.0), (True, 2.0)):
+        p = user_structure(build(paths, {"device_run": device_run}))
+        node = next(i for i in range(len(p)) if p.frame_of(i) == bw)
+        assert p.exclusive("cpu_time_ns")[node] == 7.0 and p.exclusive("time_ns")[node] == op_time

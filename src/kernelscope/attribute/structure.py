@@ -237,6 +237,14 @@ def _rebuild(profile: Profile, new_frame: list[Frame | None], par: list[int]) ->
         values = np.where(dropped, 0.0, col) if name == "count" else col  # a folded frame's calls are its call's
         np.add.at(out, index, values)
         metrics[name] = out
+    if profile.metadata.get("device_run") is False and {"time_ns", "cpu_time_ns"} <= metrics.keys():
+        # on a CPU run an op's time is its host self time: the host time of a frame folded into an op (the graph
+        # call inside ``CompiledFunctionBackward``) is the op's time too, as it is for every other op
+        into_op = dropped & np.fromiter(
+            (shell.frame_of(int(i)).kind is FrameKind.OP for i in index), dtype=bool, count=n
+        )
+        extra = np.where(into_op, profile.metrics["cpu_time_ns"] - profile.metrics["time_ns"], 0.0)
+        np.add.at(metrics["time_ns"], index, np.clip(extra, 0.0, None))
     tl = profile.timeline
     if tl is not None:
         # a folded frame's own interval (an import's FRAME row) goes with it: renamed after its parent it would
