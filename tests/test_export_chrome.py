@@ -115,3 +115,36 @@ def test_a_live_gpu_profile_with_device_rows_only_is_laid_out(tmp_path: Path) ->
     assert {m: back.total(m) for m in METRICS} == {m: live.total(m) for m in METRICS}
     for by in ("kernel", "op"):
         assert totals(back, by) == totals(live, by)
+
+
+def test_an_import_with_folded_frames_round_trips(tmp_path: Path) -> None:
+    """An import's folded frames (DDP's forward scope, the graph call in a compiled region) leave no interval of
+    their own behind: exported, they came back as a second call of the frame that took their place; a region named
+    after what was compiled is written under torch's name, so the import names it the same way again."""
+    from test_import_kineto import X, kernel, runtime, write
+
+    events = [
+        X("user_annotation", "## forward ##", 0, 200),
+        X("user_annotation", "DistributedDataParallel.forward", 5, 190),
+        X("cpu_op", "Torch-Compiled Region: 0/1", 10, 100),
+        X("cpu_op", "## Call CompiledFxGraph fabc ##", 11, 90),
+        X("cpu_op", "triton_poi_fused_add_0", 12, 10, kernel_file="/tmp/x.py", kernel_hash="abc"),
+        runtime("cuLaunchKernel", 13, 2, corr=5, cat="cuda_driver"),
+        kernel("triton_poi_fused_add_0", 30, 3, corr=5),
+        X("cpu_op", "aten::mm", 150, 20),
+    ]
+    profile = import_file(write(tmp_path, events))
+    labels = {profile.frame_of(i).label() for i in range(1, len(profile))}
+    assert "[DistributedDataParallel.forward]" not in labels and "<torch.compile>" in labels
+    back = import_file(str(export(profile, tmp_path)[0]))
+    assert {m: back.total(m) for m in METRICS} == {m: profile.total(m) for m in METRICS}
+
+    def calls(p: Profile) -> dict[str, float]:
+        count = p.exclusive("count")
+        out: dict[str, float] = {}
+        for i in range(1, len(p)):
+            out[p.frame_of(i).label()] = out.get(p.frame_of(i).label(), 0.0) + float(count[i])
+        return out
+
+    assert calls(back) == calls(profile)
+    assert calls(profile)["[## forward ##]"] == 1

@@ -14,11 +14,11 @@ import pytest
 
 from conftest import REPO, build, env_without_color
 from kernelscope.analysis.views import group
+from kernelscope.attribute.userframes import display_path
 from kernelscope.collect.native import layers
 from kernelscope.collect.native.align import fit_offset, op_names_of
 from kernelscope.collect.native.chrome import Segment, StackFrame, segments_of
 from kernelscope.collect.native.place import INTERPRETER, MIN_SAMPLES, apply, flatten, place
-from kernelscope.attribute.userframes import display_path
 from kernelscope.model import Frame, FrameKind, ProfileBuilder, load
 
 LIBTORCH = "/site-packages/torch/lib/libtorch_cpu.so"

@@ -245,13 +245,14 @@ def test_ddp_gloo_two_ranks(workdir: Path) -> None:
         sys.executable,
         "-c",
         "import os, sys; from kernelscope.cli.main import main; "
-        "sys.exit(main(['run', '--max-overhead', '0', '--no-view', '-o', f\"ddp{os.environ['RANK']}.ksprof\", "
-        "'ddp_gloo.py']))",
+        "sys.exit(main(['run', '--max-overhead', '0', '--no-view', '-o', 'ddp.ksprof', 'ddp_gloo.py']))",
     ]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, env=env, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
+    # each rank writes its own profile into the job's folder (collect/launcher.py): ddp.<job>/ddp.rank<R>.ksprof
+    (job,) = [d for d in workdir.glob("ddp.*") if d.is_dir()]
     for rank in (0, 1):
-        p = load(str(workdir / f"ddp{rank}.ksprof"))
+        p = load(str(job / f"ddp.rank{rank}.ksprof"))
         assert p.metadata.get("rank") == rank or p.metadata.get("distributed", {}).get("rank", rank) == rank
         no_wrappers(p)
         assert {"ToyModel", "net1", "relu", "net2"} <= modules(p)

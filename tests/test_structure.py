@@ -161,3 +161,41 @@ def test_nested_wrappers_ddp_of_a_compiled_model_and_fsdp_per_block() -> None:
     )  # fmt: skip
     labels = [f.label() for f in user_structure(p).frames[1:]]
     assert labels == ["train.py:3 main", "GPT (GPT)", "h.0 (Block)", "h.0.attn (Attention)", "aten::mm"]
+
+
+def test_a_library_frame_doing_the_work_is_not_a_pass_through() -> None:
+    # transformers' image_transforms.py normalize (owlv2 trace): most of its host time its own, around one small
+    # helper; its parent, whose host time is all in it, still folds
+    outer = PY("transformers/image_processing_utils.py", 79, "normalize")
+    inner = PY("transformers/image_transforms.py", 390, "normalize")
+    helper = PY("transformers/image_utils.py", 390, "get_channel_dimension_axis")
+    caller = PY("transformers/models/owlv2/image_processing_owlv2.py", 368, "preprocess")
+    p = build(
+        [
+            ([caller], {"cpu_time_ns": 5.0, "count": 1.0}),
+            ([caller, outer], {"cpu_time_ns": 1.0, "count": 1.0}),
+            ([caller, outer, inner], {"cpu_time_ns": 46_000.0, "count": 1.0}),
+            ([caller, outer, inner, helper], {"cpu_time_ns": 7.0, "count": 1.0}),
+            ([caller, PY("transformers/image_transforms.py", 93, "rescale")], {"cpu_time_ns": 100.0, "count": 1.0}),
+        ]
+    )  # fmt: skip
+    labels = [f.label() for f in user_structure(p).frames]
+    assert inner.label() in labels and helper.label() in labels
+    assert outer.label() not in labels
+
+
+def test_on_a_cpu_run_host_time_folded_into_an_op_is_op_time() -> None:
+    # a live CPU run: every op's time is its host self time; the graph call folded into CompiledFunctionBackward
+    # keeps it so (an export re-imported reads an op's self time as its time)
+    bw = OP("CompiledFunctionBackward")
+    graph = Frame.region("CompiledFxGraph", "fabc")
+    kernel = Frame.kernel("cpp_fused_sum_0", "cpu", -1)
+    paths = [
+        ([PY("train.py", 9, "main"), bw], {"time_ns": 2.0, "cpu_time_ns": 2.0, "count": 1.0}),
+        ([PY("train.py", 9, "main"), bw, graph], {"cpu_time_ns": 5.0, "count": 1.0}),
+        ([PY("train.py", 9, "main"), bw, graph, kernel], {"time_ns": 7.0, "cpu_time_ns": 7.0, "count": 1.0}),
+    ]
+    for device_run, op_time in ((False, 7.0), (True, 2.0)):
+        p = user_structure(build(paths, {"device_run": device_run}))
+        node = next(i for i in range(len(p)) if p.frame_of(i) == bw)
+        assert p.exclusive("cpu_time_ns")[node] == 7.0 and p.exclusive("time_ns")[node] == op_time

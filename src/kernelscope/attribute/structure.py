@@ -21,7 +21,9 @@ or renamed:
 - **Pass-through frames** are folded by one rule (docs/view.md, "What the tree folds"): a Python frame in
   an installed library that, within its parent, is its function's only row holding time, holds no time of
   its own, and holds exactly one call: its children (those holding time) are the lines of one other
-  function, or one module. (A frame that holds no time at all is judged on all its rows.) Decorators, ``functools.wraps`` wrappers (transformers' ``deprecation.py
+  function, or one module. A frame that holds most of its host time (``cpu_time_ns``) itself is doing the
+  work, not passing it on, and never folds (transformers' ``image_transforms.py normalize``: 46 ms of its
+  own Python around one small helper). (A frame that holds no time at all is judged on all its rows.) Decorators, ``functools.wraps`` wrappers (transformers' ``deprecation.py
   wrapped_func``) and libraries' ``__call__`` trampolines are such frames. Applied from the leaves up, so a
   stack of wrappers folds at once.
 
@@ -39,7 +41,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..model import Frame, FrameKind, Profile, ProfileBuilder
-from ..model.timeline import Timeline
+from ..model.timeline import Category, Timeline
 from .compiled_regions import compile_sites, compiled_module_calls, empty_compiles, named_region
 from .records import GRAPH_CALL, TORCH_REGION
 
@@ -72,6 +74,10 @@ def user_structure(profile: Profile) -> Profile:
     for m in _TIME:
         if m in profile.metrics:
             incl_time += np.abs(profile.inclusive(m))
+    # host time: a frame that holds most of its host time itself does the work (a preprocessing function, say),
+    # whatever it calls; it passes nothing through
+    own_host = np.abs(profile.metrics["cpu_time_ns"]) if "cpu_time_ns" in profile.metrics else np.zeros(n)
+    works = 2 * own_host > (np.abs(profile.inclusive("cpu_time_ns")) if "cpu_time_ns" in profile.metrics else 0)
     callables = compile_sites(profile.metadata)
     empty = empty_compiles(profile.metadata)
 
@@ -109,7 +115,13 @@ def user_structure(profile: Profile) -> Profile:
     # pass-through frames, from the leaves up (children are numbered after their parents)
     for node in range(n - 1, 0, -1):
         f = new_frame[node]
-        if f is None or f.kind is not FrameKind.PYTHON or own_time[node] > 0 or not _library_file(f.file):
+        if (
+            f is None
+            or f.kind is not FrameKind.PYTHON
+            or own_time[node] > 0
+            or works[node]
+            or not _library_file(f.file)
+        ):
             continue
         if _passes_through(node, f, par, kids, new_frame, incl_time):
             new_frame[node] = None
@@ -225,7 +237,19 @@ def _rebuild(profile: Profile, new_frame: list[Frame | None], par: list[int]) ->
         values = np.where(dropped, 0.0, col) if name == "count" else col  # a folded frame's calls are its call's
         np.add.at(out, index, values)
         metrics[name] = out
+    if profile.metadata.get("device_run") is False and {"time_ns", "cpu_time_ns"} <= metrics.keys():
+        # on a CPU run an op's time is its host self time: the host time of a frame folded into an op (the graph
+        # call inside ``CompiledFunctionBackward``) is the op's time too, as it is for every other op
+        into_op = dropped & np.fromiter(
+            (shell.frame_of(int(i)).kind is FrameKind.OP for i in index), dtype=bool, count=n
+        )
+        extra = np.where(into_op, profile.metrics["cpu_time_ns"] - profile.metrics["time_ns"], 0.0)
+        np.add.at(metrics["time_ns"], index, np.clip(extra, 0.0, None))
     tl = profile.timeline
     if tl is not None:
+        # a folded frame's own interval (an import's FRAME row) goes with it: renamed after its parent it would
+        # be a second call of the parent (an exported trace re-imported would count it); the rows of what ran
+        # in it (runtime calls, device work) move to the frame that takes its place
+        tl = tl.select(~(dropped[tl.node] & (tl.category == int(Category.FRAME))))
         tl = Timeline(tracks=tl.tracks, **{**tl.columns(), "node": index[tl.node].astype(np.int32)})
     return shell.replace(metrics=metrics, timeline=tl)

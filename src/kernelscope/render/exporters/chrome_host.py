@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...attribute.records import BACKWARD_PREFIX, GRAPH_CALL, Kind, host_kind
+from ...attribute.compiled_regions import COMPILED
+from ...attribute.records import BACKWARD_PREFIX, GRAPH_CALL, TORCH_REGION, Kind, host_kind
 from ...model import Frame, FrameKind, Profile
 
 
 def event_name(frame: Frame, in_backward: bool) -> tuple[str, str]:
     """Category and name: user lines (``file(line): function``) and modules (``nn.Module: path``) are python
-    functions, compiled regions keep the names torch gives them, and an autograd node whose name reads as a
+    functions, compiled regions keep the names torch gives them (a region named after what the user compiled
+    is torch's ``Torch-Compiled Region: F/C`` again, which the import names the same way), and an autograd node whose name reads as a
     region (``CompiledFunctionBackward``) is named as torch records it (``autograd::engine::evaluate_function: X``)."""
     kind = frame.kind
     if kind is FrameKind.OP and in_backward and host_kind(Kind.OP, frame.name) is not Kind.OP:
@@ -24,6 +26,8 @@ def event_name(frame: Frame, in_backward: bool) -> tuple[str, str]:
         return "user_annotation", frame.name
     if kind is FrameKind.NATIVE:
         return "native", frame.label()
+    if kind is FrameKind.REGION and frame.cls == COMPILED:  # named after what was compiled: torch's name for it
+        return "cpu_op", f"{TORCH_REGION}: {frame.ids}" if frame.ids else TORCH_REGION
     if kind is FrameKind.REGION and frame.ids:
         if frame.name == GRAPH_CALL:
             return "cpu_op", f"## Call {GRAPH_CALL} {frame.ids} ##"
