@@ -107,7 +107,15 @@ def test_errors_are_structured_codes_never_tracebacks(slow_profile: Path, tmp_pa
     async def script(s: Session) -> None:
         assert (await s.error("summary", path=str(tmp_path / "missing.ksprof")))["code"] == "no_such_file"
         assert (await s.error("top", path=str(text)))["code"] == "trace_format_unknown"
-        assert (await s.error("top", path=p, by="file"))["choices"] == ["line", "function", "module", "op", "kernel"]
+        assert (await s.error("top", path=p, by="file"))["choices"] == [
+            "line",
+            "function",
+            "module",
+            "op",
+            "kernel",
+            "layer",
+            "line-layer",
+        ]
         assert (await s.error("top", path=p, limit=0))["code"] == "bad_option"
         assert (await s.error("top", path=p, include="("))["code"] == "bad_option"
         assert (await s.error("top", path=p, metric="joules"))["code"] == "no_such_metric"
