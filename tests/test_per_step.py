@@ -160,7 +160,9 @@ def test_two_live_samples_of_different_lengths(tmp_path: Path) -> None:
     r = subprocess.run([*cmd, "--fail-above", "1"], capture_output=True, text=True, env=env, cwd=os.getcwd())
     assert r.returncode == 0, r.stdout[-2000:]
     doc = json.loads(r.stdout)
-    assert doc["per_step"] == "per step (base: mean of 3 recorded steps of 28; new: mean of 6 recorded steps of 28)"
+    assert (
+        doc["per_step"] == "per step (base: mean of 3 recorded steps of 30; new: mean of 6 recorded steps of 30)"
+    )  # (the run made 30 steps: --skip-first 2 skips recording them, not making them)
     ops = [row for row in doc["rows"] if row["key"] is not None]
     assert ops and all(row["delta"] == 0 for row in ops)  # (as recorded: every op +100%)
 
