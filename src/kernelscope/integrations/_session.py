@@ -75,3 +75,18 @@ class TrainerSession:
             print(f"kernelscope: profile saved to {out}", file=sys.stderr)
         self.profile = profile
         return profile
+
+
+class SessionResults:
+    """What a trainer integration offers once training ended: ``result`` (the profile) and ``saved`` (its path)."""
+
+    _session: TrainerSession
+
+    @property
+    def result(self) -> Profile | None:
+        """The run's profile, once training ended."""
+        return self._session.profile
+
+    @property
+    def saved(self) -> str | None:
+        return self._session.saved

@@ -13,26 +13,16 @@ from typing import Any
 from lightning.pytorch.profilers import Profiler
 
 from ..analysis.summary import coverage_note
-from ..model import Profile
-from ._session import TrainerSession
+from ._session import SessionResults, TrainerSession
 
 STEP_ACTION = "run_training_batch"  # Lightning's training loop: with trainer.profiler.profile("run_training_batch")
 
 
-class KernelscopeProfiler(Profiler):  # type: ignore[misc]
+class KernelscopeProfiler(SessionResults, Profiler):  # type: ignore[misc]
     def __init__(self, path: str = "lightning.ksprof", stages: tuple[str, ...] = ("fit",), **options: Any) -> None:
         super().__init__()
         self._session = TrainerSession(path, options, "lightning.Trainer")
         self._stages = stages
-
-    @property
-    def result(self) -> Profile | None:
-        """The run's profile, once training ended."""
-        return self._session.profile
-
-    @property
-    def saved(self) -> str | None:
-        return self._session.saved
 
     def setup(self, stage: str, local_rank: int | None = None, log_dir: str | None = None) -> None:
         super().setup(stage, local_rank, log_dir)

@@ -11,22 +11,12 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from ..model import Profile
-from ._session import TrainerSession
+from ._session import SessionResults, TrainerSession
 
 
-class KernelscopeCallback(TrainerCallback):  # type: ignore[misc]
+class KernelscopeCallback(SessionResults, TrainerCallback):  # type: ignore[misc]
     def __init__(self, path: str = "trainer.ksprof", **options: Any) -> None:
         self._session = TrainerSession(path, options, "transformers.Trainer")
-
-    @property
-    def result(self) -> Profile | None:
-        """The run's profile, once training ended."""
-        return self._session.profile
-
-    @property
-    def saved(self) -> str | None:
-        return self._session.saved
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._session.begin(getattr(args, "local_rank", None) if getattr(args, "local_rank", -1) >= 0 else None)
