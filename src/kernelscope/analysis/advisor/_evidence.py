@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ...model import FrameKind, Profile
@@ -63,3 +64,33 @@ def _in_region(profile: Profile) -> list[bool]:
     for node in range(1, len(profile)):
         flags[node] = flags[par[node]] or profile.frame_of(node).kind is FrameKind.REGION
     return flags
+
+
+@dataclass(frozen=True)
+class OpChain:
+    """The ops one line runs per execution (``unfused_elementwise``, ``eager_ops``): how many executions, how many
+    ops each, their time, and what fusing them would save (their time less the slowest op's)."""
+
+    executions: float
+    length: float
+    time: float
+    saving: float
+
+
+def op_chain(
+    ops: Mapping[str, Sequence[float]], min_length: float, min_ms: float, min_distinct: float = 2
+) -> OpChain | None:
+    """``ops``: name -> (calls, time in ns) at one line. None when it holds fewer than ``min_distinct`` ops, the
+    chain is shorter than ``min_length`` ops per execution, or fusing it saves less than ``min_ms``."""
+    calls = [c for c, _ in ops.values() if c > 0]
+    if len(ops) < min_distinct or not calls:
+        return None
+    executions = min(calls)
+    length = sum(calls) / executions
+    if round(length) < min_length:
+        return None
+    time = sum(v for _, v in ops.values())
+    saving = time - max(v for _, v in ops.values())
+    if saving < min_ms * 1e6:
+        return None
+    return OpChain(executions, length, time, saving)

@@ -8,7 +8,7 @@ from collections import defaultdict
 from ...model import FrameKind, Profile
 from ..context import ContextIndex
 from . import EVERYWHERE, Finding, Severity, Threshold, Thresholds, rule
-from ._evidence import line_sites, ms, split_line, time_metric
+from ._evidence import line_sites, ms, op_chain, split_line, time_metric
 
 _ELEMENTWISE = frozenset(
     [
@@ -95,17 +95,10 @@ def unfused_elementwise(profile: Profile, t: Thresholds) -> list[Finding]:
                 nodes[(site.file, site.line)].append(op)
     out: list[Finding] = []
     for (file, line), ops in per_line.items():
-        calls = [c for c, _ in ops.values() if c > 0]
-        if len(ops) < 2 or not calls:
+        found = op_chain(ops, t["min_chain"], t["min_ms"])
+        if found is None:
             continue
-        executions = min(calls)
-        chain = sum(calls) / executions
-        if round(chain) < t["min_chain"]:
-            continue
-        time = sum(v for _, v in ops.values())
-        saving = time - max(v for _, v in ops.values())
-        if saving < t["min_ms"] * 1e6:
-            continue
+        executions, chain, time, saving = found.executions, found.length, found.time, found.saving
         names = ", ".join(f"{n.removeprefix('aten::')}×{c / executions:.0f}" for n, (c, _) in sorted(ops.items()))
         out.append(
             Finding(

@@ -9,6 +9,7 @@ from typing import Any
 from ...importers.xplane.place import NO_SOURCE
 from ...model import FrameKind, Profile
 from . import Finding, Severity, Threshold, Thresholds, rule
+from ._evidence import op_chain
 
 
 @rule(
@@ -93,17 +94,10 @@ def eager_ops(profile: Profile, t: Thresholds) -> list[Finding]:
             nodes[(f.file, f.line)].append(region)
     out: list[Finding] = []
     for (file, line), ops in per_line.items():
-        per_op = [c for c, _ in ops.values() if c > 0]
-        if len(ops) < t["min_ops"] or not per_op:
+        found = op_chain(ops, t["min_ops"], t["min_ms"], min_distinct=t["min_ops"])
+        if found is None:
             continue
-        executions = min(per_op)
-        chain = sum(per_op) / executions
-        if round(chain) < t["min_ops"]:
-            continue
-        time = sum(v for _, v in ops.values())
-        saving = time - max(v for _, v in ops.values())
-        if saving < t["min_ms"] * 1e6:
-            continue
+        executions, chain, time, saving = found.executions, found.length, found.time, found.saving
         names = ", ".join(f"{n[4:-1]}×{c / executions:.0f}" for n, (c, _) in sorted(ops.items()))
         out.append(
             Finding(
