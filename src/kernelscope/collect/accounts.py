@@ -247,10 +247,6 @@ class Accounts:
             self.held_seconds += self.clock() - self._held_since
             self._held_since = None
 
-    @property
-    def holding(self) -> bool:
-        return self._held_since is not None
-
     def step(self) -> None:
         if self._held_since is not None:
             self.held_steps += 1

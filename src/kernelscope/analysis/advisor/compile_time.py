@@ -7,7 +7,6 @@ from . import Finding, Severity, Threshold, Thresholds, rule
 from ._compile import compile_metadata
 
 SLOW_COMPILE_S = 1.0
-ISLAND_SHARE = 0.10  # of the time inside compiled callables
 
 
 @rule(
