@@ -112,18 +112,19 @@ def test_os_exit_leaves_the_last_checkpoint(tmp_path: Path) -> None:
 
 
 def test_a_memory_limited_run_leaves_a_profile(tmp_path: Path) -> None:
-    # the address-space limit: what the interpreter and torch take, plus ~1.5 GB for the program to fill
-    probe = subprocess.run(
-        [sys.executable, "-c", "import torch, kernelscope.collect.api; "
-         "print(open('/proc/self/status').read().split('VmPeak:')[1].split()[0])"],
-        capture_output=True, text=True, timeout=120, env=env_without_color(),
-    )  # fmt: skip
-    limit = int(probe.stdout.strip()) * 1024 + (768 << 20)
+    # the address-space limit: what the loop takes while it is recorded (a window's events included), plus
+    # 768 MB for the leak to fill
+    probe = _start(tmp_path, "peak", "4")
+    _, probe_err = probe.communicate(timeout=180)
+    peak_kb = next((line.split()[1] for line in probe_err.splitlines() if line.startswith("VmPeak ")), None)
+    assert peak_kb is not None, probe_err
+    limit = int(peak_kb) * 1024 + (768 << 20)
     proc = _start(tmp_path, "grow", "8", limit_bytes=limit)
     _, err = proc.communicate(timeout=180)
     assert proc.returncode != 0, err  # it ran out of memory
     p = load(tmp_path / "k.ksprof")  # the final save, or else the last checkpoint
     assert _ops(p) >= LOOP_OPS
+    assert p.metadata["coverage"]["recorded_seconds"] > 1.0, p.metadata["coverage"]  # the windows before the leak
 
 
 def test_checkpoint_policy_bounds_the_cost() -> None:

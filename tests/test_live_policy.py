@@ -109,6 +109,22 @@ def test_a_step_is_whole_only_when_recorded_from_boundary_to_boundary() -> None:
     assert log.describe()["whole_steps"] == [[1, 1], [5, 6]]
 
 
+def test_the_steps_of_a_lost_window_are_in_part_at_most() -> None:
+    log = StepLog()
+    log.started()
+    log.opened()
+    log.boundary(recording=True)  # before the first step: whole
+    log.opened()  # a turnover (no gap) inside step 1 ...
+    log.boundary(recording=True)  # step 1 whole so far
+    log.boundary(recording=True)  # step 2 whole so far
+    log.lost()  # ... but torch could not post-process that window (torch_compat.stop_profiler)
+    log.opened()  # the next turnover
+    log.boundary(recording=True)  # step 3: its start was in the lost window
+    log.boundary(recording=True)  # step 4 whole
+    log.end(recording=True)
+    assert log.before_first == "whole" and log.whole == [4] and log.partial == 3
+
+
 def test_without_steps_the_whole_run_is_before_the_first_step() -> None:
     log = StepLog()
     log.started()

@@ -236,7 +236,7 @@ def test_without_ptrace_permission_the_run_goes_on_and_says_so_in_one_line(
 # --- real programs (slow: py-spy reads torch's symbols before it samples) ---------------------------
 
 
-def _run_native(tmp: Path, script: str, *args: str) -> object:
+def _run_native(tmp: Path, script: str, *args: str, rate: int = 20) -> object:
     from kernelscope.collect.native.spy import find_py_spy
 
     if find_py_spy() is None:
@@ -249,6 +249,8 @@ def _run_native(tmp: Path, script: str, *args: str) -> object:
             "kernelscope",
             "run",
             "--native",
+            "--native-rate",
+            str(rate),
             "--max-overhead",
             "0",
             "--no-view",
@@ -294,7 +296,9 @@ def mlp_profile(tmp_path_factory: pytest.TempPathFactory) -> object:
 
 @pytest.fixture(scope="module")
 def tiny_profile(tmp_path_factory: pytest.TempPathFactory) -> object:
-    return _run_native(tmp_path_factory.mktemp("tiny"), "native_tinyops.py", "3.0")
+    # complete recording of tiny ops costs ~15x (benchmarks/README.md), so the 3-s loop gets ~0.6 s of its own
+    # time recorded: 100 samples a second give the ops there enough samples to split (20/s gave 5-15)
+    return _run_native(tmp_path_factory.mktemp("tiny"), "native_tinyops.py", "3.0", rate=100)
 
 
 @pytest.mark.slow

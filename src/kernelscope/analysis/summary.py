@@ -114,7 +114,14 @@ def coverage_note(md: dict[str, Any]) -> str | None:
     else:
         why = str(cov.get("missed") or "recording could not resume where the program was")
     if partial:
-        why += f"; {partial} step(s) recorded in part (one step costs more to record than the budget allows)"
+        because = (
+            "one step costs more to record than the budget allows"
+            if sampled
+            else "their windows were lost or could not begin at the step"
+            if cov.get("lost_windows") or cov.get("missed")
+            else "recording could not begin at the step"
+        )
+        why += f"; {partial} step(s) recorded in part ({because})"
     left = [f"{_secs(compiling)} s compiling with torch.compile"] if compiling >= 0.05 else []
     if importing >= 0.05:  # (torch.optim loads torch._dynamo on a first step: a program need not compile)
         names = cov.get("imported")

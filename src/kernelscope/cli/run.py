@@ -259,7 +259,8 @@ def _saving() -> Iterator[list[int]]:
     progress = threading.Timer(1.0, _say_saving)
     progress.name = "kernelscope-progress"
     progress.daemon = True
-    progress.start()
+    with contextlib.suppress(RuntimeError):  # "can't start new thread": at its memory limit, saved without the line
+        progress.start()
     try:
         with held() as pending:
             yield pending

@@ -41,6 +41,7 @@ class StepLog:
     _gap: bool = False  # recording stopped (or never began) since the last boundary
     _any: bool = False  # something was recorded since the last boundary
     _paused: bool = False  # stopped for a pause that records nothing of the program's own (an import, a compile)
+    _window_from: int = 0  # the step running when the last window opened
 
     def started(self) -> None:
         """Recording may begin from here (the program's first op): nothing before it is missing."""
@@ -48,6 +49,7 @@ class StepLog:
 
     def opened(self, at_step: bool = False) -> None:
         """A window opened; ``at_step``: at the boundary itself, so the step that begins here is whole so far."""
+        self._window_from = self.steps
         if at_step:
             self._gap = False
         self._any = True
@@ -63,6 +65,16 @@ class StepLog:
             self._paused = True
         else:
             self._gap = True
+
+    def lost(self) -> None:
+        """The window that just closed was lost (torch could not post-process it): the steps that ended in it
+        are recorded in part at most, and so is the one running on."""
+        gone = [s for s in self.whole if s >= self._window_from]
+        self.whole = [s for s in self.whole if s < self._window_from]
+        self.partial += len(gone)
+        if self._window_from == 0 and self.before_first == "whole":
+            self.before_first = "part"
+        self._gap = True
 
     def boundary(self, recording: bool) -> None:
         """A step ended; ``recording``: a window is open at this point."""
@@ -195,16 +207,26 @@ class Accounts:
         return self._window_cost / max(self._window_seconds, 1e-9)
 
     def window_closed(
-        self, *, window: float, cpu: float, events: int, op_seconds: float, closing: Spend, fixed: float = 0.0
+        self,
+        *,
+        window: float,
+        cpu: float,
+        events: int,
+        op_seconds: float,
+        closing: Spend,
+        fixed: float = 0.0,
+        lost: bool = False,
     ) -> None:
         """A window open ``window`` wall and ``cpu`` CPU seconds, holding ``op_seconds`` of op time, was stopped
         and folded (``closing``, already charged); ``fixed``: the CPU seconds opening it took (stopping one has
-        about the same fixed part), left out of the rate."""
+        about the same fixed part), left out of the rate; ``lost``: torch could not post-process it, so none of
+        its time counts as recorded."""
         recording = min(events * RECORD_COST_PER_EVENT, max(min(window, cpu) - op_seconds, 0.0))
         self.recording += recording
-        self.recorded += window - recording
-        self.recorded_wall += window
-        self.recorded_cpu += cpu
+        if not lost:
+            self.recorded += window - recording
+            self.recorded_wall += window
+            self.recorded_cpu += cpu
         self._window_cost += max(recording + closing.cpu - fixed, 0.0)
         self._window_seconds += cpu
         self.fixed = fixed

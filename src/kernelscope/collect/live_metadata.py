@@ -66,9 +66,18 @@ def _coverage(s: Session) -> dict[str, Any]:
     cov["step_source"] = s.step_source.source
     if s.accounts.import_seconds:
         cov["imported"] = list(s.imported)
+    missed = []
+    if s.recorder.lost_windows:
+        cov["lost_windows"] = s.recorder.lost_windows
+        missed.append(
+            f"{s.recorder.lost_windows} recorded window(s) lost: torch could not post-process them (the warnings say "
+            "why)"
+        )
     if s.deferred:
-        cov["missed"] = (
+        missed.append(
             f"recording waited {s.deferred} time(s) for torch code that held the profiler's state (an optimizer "
             "step, backward, a compiled region) to return"
         )
+    if missed:
+        cov["missed"] = "; ".join(missed)
     return cov

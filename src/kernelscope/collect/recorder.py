@@ -33,6 +33,7 @@ class Closed:
     cpu: float  # the process's CPU seconds while it was open
     events: int
     op_seconds: float  # op time folded from it
+    lost: bool = False  # torch could not stop or post-process it: nothing of it is in the profile
 
 
 class Recorder:
@@ -51,6 +52,7 @@ class Recorder:
         self.events = 0
         self.fold_time = 0.0
         self.recorded_seconds = 0.0  # wall seconds of the windows (the shape sample's clock)
+        self.lost_windows = 0  # windows torch could not stop or post-process (torch_compat.stop_profiler)
         self.cuda = False
         self.device_run = False
         self.compile: Any = None  # CompileCapture, once the program compiles
@@ -119,10 +121,13 @@ class Recorder:
         prof, self.prof = self.prof, None
         start = time.perf_counter()
         window = start - self._start
-        self.recorded_seconds += window
         cpu = time.process_time() - self._cpu
         with _quiet_fd(2):
             lost = stop_profiler(prof)  # (torch 2.5 may fail to post-process a window: torch_compat.py)
+        if lost is None:
+            self.recorded_seconds += window
+        else:
+            self.lost_windows += 1
         if lost is not None and lost not in self.warnings:
             self.warnings.append(lost)
         self._ran_on.at_close()
@@ -142,7 +147,7 @@ class Recorder:
         self._uncollected += events
         self._collect()
         self.sampling.closed(self.builder, self.recorded_seconds, time.perf_counter())
-        return Closed(window, cpu, events, ops)
+        return Closed(window, cpu, events, ops, lost=lost is not None)
 
     def fold_foreign(self, prof: Any) -> None:
         """Fold what the program's own profiler recorded."""

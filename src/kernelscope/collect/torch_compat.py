@@ -23,6 +23,11 @@ def stop_profiler(prof: Any) -> str | None:
     lost (torch's own failure to post-process them, never raised into the program)."""
     try:
         prof.__exit__(None, None, None)
+    except MemoryError as exc:  # (a program near its memory limit: torch post-processes a window in C++)
+        if _profiler_enabled():
+            raise
+        prof.kineto_results = None
+        return f"out of memory while torch post-processed a recorded window ({exc}); its events are left out"
     except RuntimeError as exc:
         text = str(exc)
         known = any(all(part in text for part in parts) for parts in _KNOWN_FAILURES)

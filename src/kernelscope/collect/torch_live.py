@@ -488,7 +488,10 @@ class Session:
             op_seconds=closed.op_seconds,
             closing=closing,
             fixed=self._opened,
+            lost=closed.lost,
         )
+        if closed.lost:
+            self.log.lost()
         if not turnover:
             self.log.closed(pause=pause, at_step=self._at_step)
         if self.checkpoint is not None and not self._finalized:  # a killed run keeps what was folded
