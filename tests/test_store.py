@@ -209,3 +209,22 @@ def test_advisor_names_straggler_skew_and_imbalance(store: Path, capsys: pytest.
     assert (found["straggler"]["file"], found["straggler"]["line"]) == ("flashinfer/fused_moe/core.py", 1633)
     assert found["collective_skew"]["device"] == "rank 2" and "#30 in stream 7" in found["collective_skew"]["title"]
     assert "rank_imbalance" in found
+
+
+def test_a_live_ranks_pauses_between_collectives_are_left_out_of_its_arrival() -> None:
+    """``paused_ns`` of a collective: the gap time (kernelscope folding between windows) since the rank's
+    previous collective ended, checked against a direct sum over random gaps and collectives."""
+    import numpy as np
+
+    from kernelscope.store.tables import _paused_before
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        gaps = np.sort(rng.choice(10_000, size=2 * int(rng.integers(0, 8)), replace=False)).reshape(-1, 2)
+        starts = np.sort(rng.integers(0, 10_000, size=int(rng.integers(1, 12))))
+        ends = starts + rng.integers(0, 400, size=starts.size)
+        expected, since = [], -(1 << 62)
+        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+            expected.append(sum(max(0, min(b, s) - max(a, since)) for a, b in gaps.tolist()))
+            since = max(since, e)
+        assert _paused_before(starts, ends, gaps).tolist() == expected

@@ -21,7 +21,8 @@ examples:
 
 Collectives are matched across ranks by NCCL seq_num where Kineto recorded it, else by their order in
 their process group (or stream). Skew = last arrival − first arrival. The straggler is the rank that
-arrives last most often; its extra time is its time per line/module minus the median rank's.
+arrives last most often (a live rank's arrival leaving out kernelscope's own pauses); its extra time is its
+time per line/module minus the median rank's.
 """
 
 

@@ -55,6 +55,7 @@ def session_metadata(s: Session, run: dict[str, Any] | None = None) -> dict[str,
             "deferred_window_changes": s.deferred,
             "paused_for_compiling": s.compile_pauses,
             "last_decision": s.last_decision.reason,
+            "own_ns": [list(g) for g in r.own_ns],  # kernelscope holding the program (collect/recorder.py)
         },
         "coverage": _coverage(s),
         "device_run": r.device_run,

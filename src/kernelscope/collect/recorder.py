@@ -24,6 +24,8 @@ from .torch_fold import WindowFolder
 # last collection, when the collection must scan the whole process (see Recorder._collect).
 GC_EVENTS = 200_000
 
+MAX_PAUSES = 40_000  # own pauses kept in the metadata (two a window, a window a second: five and a half hours)
+
 
 @dataclass(frozen=True)
 class Closed:
@@ -53,6 +55,9 @@ class Recorder:
         self.fold_time = 0.0
         self.recorded_seconds = 0.0  # wall seconds of the windows (the shape sample's clock)
         self.lost_windows = 0  # windows torch could not stop or post-process (torch_compat.stop_profiler)
+        # when kernelscope held the program to open, stop and fold windows, in torch's clock (epoch ns):
+        # `kernelscope ranks` leaves them out of a rank's arrival at its collectives
+        self.own_ns: list[tuple[int, int]] = []
         self.cuda = False
         self.device_run = False
         self.compile: Any = None  # CompileCapture, once the program compiles
@@ -84,6 +89,7 @@ class Recorder:
 
     def start(self) -> None:
         """Open a window."""
+        begun_ns = time.time_ns()
         import torch
         from torch.autograd.profiler import profile
 
@@ -109,8 +115,13 @@ class Recorder:
         self.prof = prof
         self.safety.opened()
         self.windows += 1
+        self._paused(begun_ns)
         self._start = time.perf_counter()
         self._cpu = time.process_time()
+
+    def _paused(self, begun_ns: int) -> None:
+        if len(self.own_ns) < MAX_PAUSES:
+            self.own_ns.append((begun_ns, time.time_ns()))
 
     def can_stop(self, finalizing: bool = False) -> bool:
         """Inside backward() the profiler cannot be stopped (safepoint.py): it stops after."""
@@ -119,6 +130,7 @@ class Recorder:
     def stop(self, compile_entry: bool = False, skip: int = 2) -> Closed:
         """Stop and fold the open window (``can_stop`` first)."""
         prof, self.prof = self.prof, None
+        begun_ns = time.time_ns()
         start = time.perf_counter()
         window = start - self._start
         cpu = time.process_time() - self._cpu
@@ -147,6 +159,7 @@ class Recorder:
         self._uncollected += events
         self._collect()
         self.sampling.closed(self.builder, self.recorded_seconds, time.perf_counter())
+        self._paused(begun_ns)
         return Closed(window, cpu, events, ops, lost=lost is not None)
 
     def fold_foreign(self, prof: Any) -> None:

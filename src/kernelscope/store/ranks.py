@@ -2,9 +2,11 @@
 
 * collectives are matched across ranks by (process group, NCCL ``seq_num``) where Kineto recorded it,
   else by (group, position in the group); a group not recorded is the stream the kernel ran on;
-* skew of a collective = last arrival − first arrival (kernel starts);
-* the straggler is the rank that arrives last most often; its extra time is read per line and per module
-  as its time minus the median rank's;
+* skew of a collective = last arrival − first arrival (kernel starts); a live rank's arrival leaves out the
+  time its recorder paused it (folding between windows) since its previous collective;
+* the straggler is the rank that arrives last most often (a tie: the one that held the others longer, summed
+  over those collectives: how long after the rank before it it came); its extra time is read per line and per
+  module as its time minus the median rank's;
 * exposed communication per rank comes from each rank's device breakdown (interval unions);
 * spread: per line/module, the min, median and max over ranks (a rank without the key counts 0).
 """
@@ -30,7 +32,8 @@ def _rows(con: Any, sql: str, params: list[Any] | None = None) -> list[tuple[Any
 
 _MATCHED = """
 CREATE TEMP TABLE matched AS
-SELECT rank, name, pg, seq IS NOT NULL AS by_seq, coalesce(seq, "order") AS idx, start_ns, line_key
+SELECT rank, name, pg, seq IS NOT NULL AS by_seq, coalesce(seq, "order") AS idx,
+       start_ns - paused_ns AS start_ns, line_key
 FROM collectives
 """
 
@@ -41,12 +44,21 @@ FROM matched GROUP BY pg, idx HAVING count(*) > 1
 ORDER BY skew DESC, pg, idx
 """
 
+# per collective with skew, the last rank and how long after the one before it it came; the straggler is last
+# most often (a tie goes to the one that held the others longer)
 _LAST = """
-WITH c AS (
-  SELECT pg, idx, arg_max(rank, start_ns) AS last_rank, max(start_ns) - min(start_ns) AS skew
-  FROM matched GROUP BY pg, idx HAVING count(*) > 1
+WITH r AS (
+  SELECT pg, idx, rank, start_ns,
+         row_number() OVER (PARTITION BY pg, idx ORDER BY start_ns DESC, rank) AS k,
+         count(*) OVER (PARTITION BY pg, idx) AS n
+  FROM matched
+), c AS (
+  SELECT pg, idx, max(rank) FILTER (WHERE k = 1) AS last_rank,
+         max(start_ns) FILTER (WHERE k = 1) - max(start_ns) FILTER (WHERE k = 2) AS held
+  FROM r WHERE n > 1 GROUP BY pg, idx
 )
-SELECT last_rank, count(*) AS n FROM c WHERE skew > 0 GROUP BY last_rank ORDER BY n DESC, last_rank LIMIT 1
+SELECT last_rank, count(*) AS n, sum(held) AS held FROM c WHERE held > 0
+GROUP BY last_rank ORDER BY n DESC, held DESC, last_rank LIMIT 1
 """
 
 # every (by, key) of the job on every rank, 0 where a rank lacks it

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # The metric columns every keyed row carries (float64; absent metrics are 0).
 METRICS = ("time_ns", "cpu_time_ns", "count", "flops", "bytes")
@@ -73,6 +73,9 @@ COLLECTIVES_SCHEMA = pa.schema(
         pa.field("device", pa.string(), nullable=False),
         pa.field("line_key", pa.string(), nullable=True),  # the user line that launched it
         pa.field("module_key", pa.string(), nullable=True),  # the module it ran under
+        # of the time since this rank's previous collective ended, how long a live recorder paused the program
+        # (opening, stopping and folding windows: recording.own_ns); 0 for imported traces
+        pa.field("paused_ns", pa.int64(), nullable=False),
     ]
 )
 

@@ -72,6 +72,7 @@ def collectives_table(profile: Profile) -> pa.Table:
     rows = np.flatnonzero(device_rows(tl) & (tl.category == int(Category.COMM)))
     rows = rows[np.argsort(tl.start_ns[rows], kind="stable")]
     recorded = {int(r[0]): r[1:] for r in (profile.metadata.get("collectives") or {}).get("rows", [])}
+    paused = _paused_before(tl.start_ns[rows], tl.start_ns[rows] + tl.dur_ns[rows], _own_pauses(profile))
     line_keys = node_keys(profile, "line")
     module_keys = node_keys(profile, "module")
     order: dict[str, int] = {}
@@ -94,7 +95,41 @@ def collectives_table(profile: Profile) -> pa.Table:
         out["device"].append(track.device)
         out["line_key"].append(line_keys[node])
         out["module_key"].append(module_keys[node])
+    out["paused_ns"] = paused.tolist()
     return pa.Table.from_pydict(out, schema=COLLECTIVES_SCHEMA)
+
+
+def _own_pauses(profile: Profile) -> np.ndarray:
+    """When a live run's recorder held the program (opening, stopping, folding windows): (n, 2) epoch ns in
+    start order, disjoint ([] for imports)."""
+    raw = (profile.metadata.get("recording") or {}).get("own_ns") or []
+    try:
+        gaps = np.asarray(raw, dtype=np.int64).reshape(-1, 2)
+    except (TypeError, ValueError):  # (metadata from elsewhere: no gaps rather than a failure)
+        return np.zeros((0, 2), dtype=np.int64)
+    return gaps[np.argsort(gaps[:, 0], kind="stable")]
+
+
+def _paused_before(starts: np.ndarray, ends: np.ndarray, gaps: np.ndarray) -> np.ndarray:
+    """Per collective (in start order): the paused time (``gaps``, disjoint) between the previous collective's
+    end (any group) and its start. A rank held there to fold arrives late by that much of kernelscope's doing."""
+    if gaps.size == 0 or starts.size == 0:
+        return np.zeros(starts.size, dtype=np.int64)
+    lo, hi = gaps[:, 0], np.maximum(gaps[:, 1], gaps[:, 0])
+    before = np.concatenate([[0], np.cumsum(hi - lo)])  # gap time before each gap begins (gaps are disjoint)
+
+    def paused_until(t: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(lo, t, side="right")  # gaps begun by t
+        last = np.maximum(k - 1, 0)
+        inside = np.where(k > 0, np.clip(t - lo[last], 0, hi[last] - lo[last]), 0)
+        return np.asarray(before[last] * (k > 0) + inside, dtype=np.int64)
+
+    since = np.concatenate([[starts[0]], np.maximum.accumulate(ends)[:-1]])
+    since = np.minimum(since, starts)
+    first = paused_until(np.asarray([starts[0]]))  # (before the first collective: since the run began)
+    out: np.ndarray = paused_until(starts) - paused_until(since)
+    out[0] = first[0]
+    return out
 
 
 def devices_table(profile: Profile) -> pa.Table:
