@@ -9,7 +9,7 @@ work, the wall ratio what it waited. py-spy's start (it reads the symbols of eve
 with torch) happens before the program runs (in "whole process"). "py-spy ms/sample" is py-spy's own CPU time
 per sampling instant while it sampled: on an idle machine, about how long each sample stops the program.
 
-    python benchmarks/native_cost.py --program mlp --rates 10,20,50 --repeats 2
+    python benchmarks/native_cost.py --program mlp --rates 10,20,50 --repeats 2 [--iterations 1500]
 """
 
 from __future__ import annotations
@@ -88,10 +88,14 @@ def main() -> None:
     ap.add_argument("--program", choices=sorted(PROGRAMS), default="mlp")
     ap.add_argument("--rates", default="10,20,50")
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--iterations", type=int, default=None, help="the loop's length (default: 150 mlp, 3000 tiny)")
     args = ap.parse_args()
     modes = ["off", *args.rates.split(",")]
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
-        fh.write(PROGRAMS[args.program] + LOOP.format(name=args.program))
+        program = PROGRAMS[args.program]
+        if args.iterations is not None:
+            program += f"N = {args.iterations}\n"
+        fh.write(program + LOOP.format(name=args.program))
         script = fh.name
     results: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
     try:

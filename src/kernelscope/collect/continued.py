@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable
 from types import FrameType
 from typing import Any
 
+from .own_frames import program_frame
+
 # (function name, was running when the last window stopped), outermost frame first
 Chain = tuple[tuple[str, bool], ...]
 
@@ -39,19 +41,19 @@ class OpenFrames:
     def __init__(self) -> None:
         self._at_close: list[FrameType] = []
 
-    def at_close(self, skip: int = 1) -> None:
+    def at_close(self) -> None:
         if threading.current_thread() is threading.main_thread():
-            self._at_close = _stack(sys._getframe(skip + 1))
+            self._at_close = _stack(program_frame())
         else:
             self._at_close = _stack(sys._current_frames().get(threading.main_thread().ident or 0))
 
-    def at_open(self, skip: int = 1) -> Chain:
+    def at_open(self) -> Chain:
         """The stack about to be recorded, each frame with whether it ran on from the last window."""
         held = {id(f) for f in self._at_close}  # the frames are held: an equal id is the same frame
         if not held or threading.current_thread() is not threading.main_thread():
             self._at_close = []
             return ()
-        chain = tuple((f.f_code.co_name, id(f) in held) for f in _stack(sys._getframe(skip + 1)))
+        chain = tuple((f.f_code.co_name, id(f) in held) for f in _stack(program_frame()))
         self._at_close = []
         return chain
 

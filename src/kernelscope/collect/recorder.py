@@ -127,7 +127,7 @@ class Recorder:
         """Inside backward() the profiler cannot be stopped (safepoint.py): it stops after."""
         return self.prof is not None and (finalizing or not in_backward())
 
-    def stop(self, compile_entry: bool = False, skip: int = 2) -> Closed:
+    def stop(self, compile_entry: bool = False) -> Closed:
         """Stop and fold the open window (``can_stop`` first)."""
         prof, self.prof = self.prof, None
         begun_ns = time.time_ns()
@@ -143,7 +143,7 @@ class Recorder:
         if lost is not None and lost not in self.warnings:
             self.warnings.append(lost)
         self._ran_on.at_close()
-        self.safety.stopped(skip=skip + 1, compile_entry=compile_entry)
+        self.safety.stopped(compile_entry=compile_entry)
         t0 = time.perf_counter()
         ops0 = self._op_seconds()
         events = 0

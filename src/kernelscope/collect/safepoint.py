@@ -46,6 +46,8 @@ from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import Any
 
+from .own_frames import program_frame
+
 # torch files whose frames never hold a RecordFunction open while they call out (read in torch 2.13):
 # nn.Module's call machinery; OptimizedModule.__call__ and Dynamo's frame wrapper (its compiled code
 # runs in a frame of its own, recognised by its code object); the decorator form of no_grad/inference_mode/
@@ -162,9 +164,10 @@ class StackSafety:
         self._dirty.clear()
 
     @staticmethod
-    def _frames(skip: int) -> list[FrameType]:
+    def _frames() -> list[FrameType]:
+        """The program's frames on this thread, innermost first (own_frames.py)."""
         frames: list[FrameType] = []
-        frame: FrameType | None = sys._getframe(skip + 1)
+        frame = program_frame()
         while frame is not None:
             frames.append(frame)
             frame = frame.f_back
@@ -174,19 +177,19 @@ class StackSafety:
         dynamo = _dynamo_codes()
         return [f for f in frames if may_hold_rf(f.f_code, allow, dynamo)]
 
-    def can_turn_over(self, skip: int = 1) -> bool:
+    def can_turn_over(self) -> bool:
         """A window is open: may it be closed and a new one opened here?"""
         if threading.current_thread() is not threading.main_thread() or self.ranges.open > 0:
             return False
-        return not self._holders(self._frames(skip))
+        return not self._holders(self._frames())
 
-    def can_open(self, skip: int = 1) -> bool:
+    def can_open(self) -> bool:
         """No window is open: may one open here?"""
         if threading.current_thread() is not threading.main_thread() or self.ranges.open > 0:
             return False
         if not self._dirty:
             return True
-        frames = self._frames(skip)
+        frames = self._frames()
         live = {id(f) for f in frames}
         for key in [k for k in self._dirty if k not in live]:
             del self._dirty[key]  # gone from the stack: whatever it held is closed
@@ -195,13 +198,13 @@ class StackSafety:
     def opened(self) -> None:
         self.window_open = True
 
-    def stopped(self, skip: int = 1, compile_entry: bool = False) -> bool:
+    def stopped(self, compile_entry: bool = False) -> bool:
         """A window was stopped here: remember what may still hold its RecordFunctions. True when
         nothing does (a new window may then open anywhere)."""
         self.window_open = False
         allow = _RF_FREE + _COMPILE_ENTRY if compile_entry else _RF_FREE
         if threading.current_thread() is threading.main_thread():
-            frames = self._frames(skip)
+            frames = self._frames()
         else:  # stopped from another thread: what the main thread is running now
             frames = []
             frame: FrameType | None = sys._current_frames().get(threading.main_thread().ident or 0)

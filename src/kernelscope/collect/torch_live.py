@@ -33,6 +33,7 @@ from .live_metadata import session_metadata
 from .modules import ModuleRegistry
 from .notes import session_notes, start_compile_capture
 from .options import FOLD_CALLS_DEFAULT, FOLD_SECONDS_DEFAULT, LiveOptions
+from .own_frames import program_frame
 from .policy import Action, Decision, Snapshot, decide
 from .recorder import Recorder
 from .safepoint import StackSafety
@@ -258,7 +259,7 @@ class Session:
         if self._armed:
             # the program's first op: one called while the program's code runs (module construction
             # included), not an import-time op of a library the program imports
-            if not _program_running(sys._getframe(3)):
+            if not _program_running(program_frame()):
                 return
             self._armed = False
             self._begin()
@@ -317,7 +318,7 @@ class Session:
 
     def _foreign_stopped(self, prof: Any) -> None:
         """The program stopped its own profiler: fold what it recorded, then record again when safe."""
-        self.safety.stopped(skip=3)
+        self.safety.stopped()
         if self._finalized or self._paused or getattr(prof, "kineto_results", None) is None:
             return
         self._busy = True
@@ -447,7 +448,7 @@ class Session:
     def _change(self, close: bool) -> None:
         """Open a window (turning the open one over first) where no RecordFunction begun under an earlier
         window can still be open (safepoint.py); elsewhere a turnover waits for the next such point."""
-        safe = self.safety.can_turn_over(skip=2) if close else self.safety.can_open(skip=2)
+        safe = self.safety.can_turn_over() if close else self.safety.can_open()
         if not safe:
             self.deferred += 1
             return
