@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 def main(shapes: str) -> None:
     import tinyop_lbfgs
 
+    from kernelscope.collect.recorder import Recorder
     from kernelscope.collect.torch_live import Session
 
     spent = {"close": 0.0, "fold": 0.0}
@@ -32,8 +33,8 @@ def main(shapes: str) -> None:
 
         return wrapper
 
-    Session._close_window = timed("close", Session._close_window)  # type: ignore[method-assign]
-    Session._fold = timed("fold", Session._fold)  # type: ignore[method-assign]
+    Recorder.stop = timed("close", Recorder.stop)  # type: ignore[method-assign]
+    Recorder._fold = timed("fold", Recorder._fold)  # type: ignore[method-assign]
     s = Session(compile_capture=False, max_overhead=0, shapes=shapes)
     s.start()
     t0 = time.perf_counter()
@@ -42,7 +43,7 @@ def main(shapes: str) -> None:
     s.finalize()
     stop = spent["close"] - spent["fold"]
     print(
-        f"shapes={shapes}: {s.events} events in {s.windows} windows; the program with recording on "
+        f"shapes={shapes}: {s.recorder.events} events in {s.recorder.windows} windows; the program with recording on "
         f"{run - spent['close']:.1f} s, torch's stop {stop:.1f} s, kernelscope's fold {spent['fold']:.1f} s"
     )
 
