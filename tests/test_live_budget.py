@@ -66,6 +66,25 @@ def _profile(coverage: dict[str, float] | None) -> object:
     return build([([Frame.op("aten::mm")], {"time_ns": 1e9, "count": 1.0})], md)
 
 
+def test_the_header_says_what_the_options_asked_for() -> None:
+    cov = {
+        "run_seconds": 3.7,
+        "program_seconds": 3.7,
+        "recorded_seconds": 0.9,
+        "steps": 5,
+        "recorded_steps": 2,
+        "overhead_seconds": 0.3,
+        "parts": {"before_first_step": "whole", "whole_steps": [[1, 1]], "partial_steps": 0, "tail": "none"},
+        "missed": "recording waited 3 time(s) for torch code that held the profiler's state",
+    }
+    note = coverage_note({"coverage": cov, "recording": {"plan": {"skip_first": 0, "steps": 2}}})
+    assert note == (
+        "recorded 0.90 of 3.7 s (24%, 2 of 5 steps whole); holds set-up and step 0 whole, step 1: as asked "
+        "(--steps 2); recording waited 3 time(s) for torch code that held the profiler's state; kernelscope's "
+        "own cost 0.30 s"
+    )
+
+
 def test_the_header_says_what_the_budget_left_out() -> None:
     note = coverage_note({"coverage": COVERAGE})
     assert note == (

@@ -112,7 +112,11 @@ def coverage_note(md: dict[str, Any]) -> str | None:
         if whole:
             why += "; per-step values are of the whole steps recorded"
     else:
-        why = str(cov.get("missed") or "recording could not resume where the program was")
+        asked = _asked(md)
+        missed = cov.get("missed")
+        why = asked or str(missed or "recording could not resume where the program was")
+        if asked and missed:
+            why += f"; {missed}"
     if partial:
         because = (
             "one step costs more to record than the budget allows"
@@ -128,11 +132,31 @@ def coverage_note(md: dict[str, Any]) -> str | None:
         what = ", ".join(str(n) for n in names[:3]) if isinstance(names, list) and names else "torch._dynamo"
         left.append(f"{_secs(importing)} s importing modules ({what})")
     unrecorded = f" ({' and '.join(left)}, not recorded)" if left else ""
-    named = f"; {_parts(parts)}" if parts and sampled else ""
+    named = f"; {_parts(parts)}" if parts and (sampled or _asked(md)) else ""
     return (
         f"recorded {_secs(rec)} of {_secs(program)} s{share}{unrecorded}{named}: {why}; "
         f"kernelscope's own cost {_secs(cost)} s"
     )
+
+
+def _asked(md: dict[str, Any]) -> str | None:
+    """What the run's options asked to record (``--steps``, ``--skip-first``, ``--duration``, ``--schedule``),
+    in words; None when they asked for everything."""
+    rec = md.get("recording")
+    plan = rec.get("plan") if isinstance(rec, dict) else None
+    if not isinstance(plan, dict):
+        return None
+    asked: list[str] = []
+    if plan.get("skip_first"):
+        asked.append(f"--skip-first {plan['skip_first']}")
+    if plan.get("steps") is not None:
+        asked.append(f"--steps {plan['steps']}")
+    if plan.get("duration_s") is not None:
+        asked.append(f"--duration {plan['duration_s']:g}")
+    sched = plan.get("schedule")
+    if isinstance(sched, dict):
+        asked.append("--schedule " + ",".join(f"{k}={v}" for k, v in sched.items()))
+    return f"as asked ({' '.join(asked)})" if asked else None
 
 
 def _parts(parts: dict[str, Any]) -> str:
@@ -146,7 +170,8 @@ def _parts(parts: dict[str, Any]) -> str:
     if ranges:
         shown = [f"{a}" if a == b else f"{a}-{b}" for a, b in ranges[:4]]
         more = f" and {len(ranges) - 4} more ranges" if len(ranges) > 4 else ""
-        out.append("steps " + ", ".join(shown) + more)
+        one = len(ranges) == 1 and ranges[0][0] == ranges[0][1]
+        out.append(("step " if one else "steps ") + ", ".join(shown) + more)
     tail = parts.get("tail")
     if tail in words:
         out.append(f"after the last step {words[tail]}")
