@@ -106,6 +106,19 @@ class HloModule:
         return self._context
 
     @property
+    def computations(self) -> dict[int, Any]:
+        """The module's computations (``HloComputationProto``) by id."""
+        return self._computations
+
+    @property
+    def entry_id(self) -> int:
+        return self._entry_id
+
+    def stack_of(self, frame_id: int) -> tuple[SourceFrame, ...]:
+        """The Python stack (outermost first) of a stack frame id from an instruction's metadata."""
+        return self._frames.stack(frame_id)
+
+    @property
     def modules(self) -> ModuleNames:
         """Which name-stack scopes are modules (``modules.ModuleNames``): from the entry computation's
         parameters' names (``params['linear_1']['w']``)."""
