@@ -78,7 +78,7 @@ def test_a_host_callback_inside_jit_is_a_host_transfer_and_a_fusion_boundary(
     planted: dict[str, list[dict[str, Any]]], source: str
 ) -> None:
     found = planted[source]
-    (transfer,) = [f for f in found if f["rule"] == "xla_host_transfer"]
+    (transfer,) = [f for f in found if f["rule"] == "xla_host_transfer" and "callback" in f["evidence"]]
     assert (transfer["line"], transfer["occurrences"]) == (planted_jax.CALLBACK_LINE, 20)
     assert "pure_callback" in transfer["evidence"] and transfer["estimated_saving_ms"] > 0
     (boundary,) = [f for f in found if f["rule"] == "xla_fusion_boundary"]
@@ -87,3 +87,12 @@ def test_a_host_callback_inside_jit_is_a_host_transfer_and_a_fusion_boundary(
     assert boundary["occurrences"] == 20 and boundary["estimated_saving_ms"] > 0
     # the saving is the smaller kernel's time: less than the pair's, more than nothing
     assert "→ custom-call xla_ffi_python_cpu_callback →" in boundary["evidence"]
+
+
+@pytest.mark.slow
+def test_host_reads_in_a_loop_are_found_at_their_line_in_a_live_run(planted: dict[str, list[dict[str, Any]]]) -> None:
+    (read,) = [f for f in planted["live"] if f["rule"] == "xla_host_transfer" and "host reads" in f["evidence"]]
+    assert (read["line"], read["occurrences"]) == (planted_jax.HOST_READ_LINE, 10)
+    assert "estimated_saving_ms" not in read  # a wait is saved only where the host has other work to overlap
+    # an imported XPlane names no line for a host read
+    assert not [f for f in planted["imported"] if f.get("line") == planted_jax.HOST_READ_LINE]

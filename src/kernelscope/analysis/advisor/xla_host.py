@@ -1,10 +1,12 @@
-"""XLA (JAX) host transfers inside jitted code: host callbacks (``jax.pure_callback``, ``io_callback``,
-``jax.debug.callback`` / ``jax.debug.print``) and, on a GPU XPlane, device↔host copies, per user line.
+"""XLA (JAX) host transfers per user line: host callbacks inside jitted code (``jax.pure_callback``,
+``io_callback``, ``jax.debug.callback`` / ``jax.debug.print``), device↔host copies on a GPU XPlane, and
+repeated reads of device arrays on the host (``np.asarray``, ``float``, ``jax.device_get`` in a loop).
 
-What XLA records (jax 0.10.2): a callback is an HLO custom call whose op is the callback primitive, on XLA:CPU
+What is recorded (jax 0.10.2): a callback is an HLO custom call whose op is the callback primitive, on XLA:CPU
 one thunk whose time is the Python function's; on a GPU its operands are copied to the host and its results
-back (memcpy events). ``jax.device_get`` / ``np.asarray`` outside jit leave only host-thread events without
-a line in an XPlane (``np.asarray(jax.Array)``, ``ArrayImpl.copy_to_host_async``): not judged here.
+back (memcpy events). Host reads leave only host-thread events without a line in an XPlane
+(``np.asarray(jax.Array)``, ``ArrayImpl.copy_to_host_async``): a live run notes their lines
+(``collect.jax_reads``, ``metadata["host_reads"]``); an imported XPlane has none.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ CALLBACKS = frozenset({"pure_callback", "io_callback", "debug_callback", "callba
     thresholds={
         "min_ms": Threshold(0.5, "report a line whose callbacks and copies took at least this"),
         "warn_pct": Threshold(1.0, "warn when they are at least this % of the measured time"),
+        "min_reads": Threshold(3, "report host reads of device arrays at a line read at least this often"),
     },
 )
 def xla_host_transfer(profile: Profile, t: Thresholds) -> list[Finding]:
@@ -40,8 +43,8 @@ def xla_host_transfer(profile: Profile, t: Thresholds) -> list[Finding]:
     count = profile.exclusive("count")
     total = profile.total(metric) or 1.0
     ctx = ContextIndex(profile)
-    # per line: [callback calls, callback ns, copies, copy ns]
-    per_line: dict[str | None, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
+    # per line: [callback calls, callback ns, copies, copy ns, host reads, read ns]
+    per_line: dict[str | None, list[float]] = defaultdict(lambda: [0.0] * 6)
     names: dict[str | None, set[str]] = defaultdict(set)
     nodes: dict[str | None, list[int]] = defaultdict(list)
     for node in range(1, len(profile)):
@@ -65,9 +68,17 @@ def xla_host_transfer(profile: Profile, t: Thresholds) -> list[Finding]:
             acc[3] += dur
             names[key].add(profile.frame_of(int(node)).name)
             nodes[key].append(int(node))
+    reads = profile.metadata.get("host_reads")
+    for row in reads if isinstance(reads, list) else []:
+        if isinstance(row, dict) and int(row.get("reads") or 0) >= t["min_reads"]:
+            acc = per_line[f"{row.get('file')}:{int(row.get('line') or 0)}"]
+            acc[4] += int(row["reads"])
+            acc[5] += float(row.get("ns") or 0.0)
     out: list[Finding] = []
-    for key, (calls, cb_ns, copies, copy_ns) in sorted(per_line.items(), key=lambda kv: -(kv[1][1] + kv[1][3])):
-        time = cb_ns + copy_ns
+    for key, (calls, cb_ns, copies, copy_ns, n_reads, read_ns) in sorted(
+        per_line.items(), key=lambda kv: -(kv[1][1] + kv[1][3] + kv[1][5])
+    ):
+        time = cb_ns + copy_ns + read_ns
         file, line = split_line(key)
         if time < t["min_ms"] * 1e6 or not file:
             continue
@@ -77,22 +88,39 @@ def xla_host_transfer(profile: Profile, t: Thresholds) -> list[Finding]:
             what.append(f"{int(calls)} host callback call(s) ({kinds}) taking {ms(cb_ns)} ms")
         if copies:
             what.append(f"{int(copies)} device↔host copies taking {ms(copy_ns)} ms")
+        why = []
+        if calls:
+            why.append(
+                "each callback copies its operands to the host, waits for Python and copies the results back; "
+                "the compiled program cannot fuse across it"
+            )
+        if n_reads:
+            what.append(
+                f"{int(n_reads)} host reads of device arrays (np.asarray, float, device_get) taking {ms(read_ns)} ms"
+            )
+            why.append("each read waits for the device to finish the array, then copies it: the host cannot run ahead")
+        where = "inside jitted code " if calls or copies else ""
+        moved = cb_ns + copy_ns  # what moving the work into XLA or out of the step can save; a read's wait
+        # is saved only where the host has other work to overlap (unknown here): reads alone give no saving
         out.append(
             Finding(
                 rule="xla_host_transfer",
-                severity=Severity.WARNING if 100.0 * time / total >= t["warn_pct"] else Severity.INFO,
-                title=f"host transfers inside jitted code at {key} ({ms(time):,} ms)",
-                evidence=f"{'; '.join(what)} ({100.0 * time / total:.1f}% of the measured time). Each callback "
-                "copies its operands to the host, waits for Python and copies the results back; the compiled "
-                "program cannot fuse across it",
+                severity=Severity.WARNING if 100.0 * moved / total >= t["warn_pct"] else Severity.INFO,
+                title=f"host transfers {where}at {key} ({ms(time):,} ms)",
+                evidence=f"{'; '.join(what)} ({100.0 * time / total:.1f}% of the measured time); {'; '.join(why)}",
                 file=file,
                 line=line,
-                estimated_saving_ms=ms(time),
-                saving_method="the callbacks' and copies' measured time (an upper bound: work moved into XLA "
-                "ops still costs its compute)",
+                estimated_saving_ms=ms(moved) if moved else None,
+                saving_method="the callbacks' and copies' measured time (an upper bound: work moved into XLA ops "
+                "still costs its compute)"
+                if moved
+                else "",
                 fix="compute the value with jnp ops inside the jitted function, or call the host code once "
-                "outside the step (jax.debug.print in a hot loop: print less often)",
-                occurrences=int(calls + copies),
+                "outside the step (jax.debug.print in a hot loop: print less often)"
+                if calls
+                else "keep per-step values on the device and read them once after the loop (stack them, or "
+                "jax.device_get every N steps)",
+                occurrences=int(calls + copies + n_reads),
                 nodes=tuple(nodes[key]),
             )
         )
