@@ -35,9 +35,13 @@ class HostReads:
         except ImportError:
             self.note = f"host reads of arrays not recorded: jax {jax.__version__} has no jax._src.array.ArrayImpl"
             return
-        prop = ArrayImpl.__dict__.get("_value")
+        self.wrap(ArrayImpl, f"jax {jax.__version__}")
+
+    def wrap(self, array_type: type, what: str) -> None:
+        """Wrap ``array_type._value`` (a property) until ``remove()``."""
+        prop = array_type.__dict__.get("_value")
         if not isinstance(prop, property) or prop.fget is None:
-            self.note = f"host reads of arrays not recorded: jax {jax.__version__} has no ArrayImpl._value property"
+            self.note = f"host reads of arrays not recorded: {what} has no ArrayImpl._value property"
             return
         fget = prop.fget
         clock = time.perf_counter_ns
@@ -50,8 +54,12 @@ class HostReads:
             finally:
                 reads.record(clock() - began)
 
-        setattr(ArrayImpl, "_value", property(_value, doc=prop.__doc__))  # noqa: B010
-        self._undo = lambda: setattr(ArrayImpl, "_value", prop)
+        try:
+            setattr(array_type, "_value", property(_value, doc=prop.__doc__))  # noqa: B010
+        except (TypeError, AttributeError) as exc:  # a type that takes no new attributes
+            self.note = f"host reads of arrays not recorded: cannot wrap ArrayImpl._value ({exc})"
+            return
+        self._undo = lambda: setattr(array_type, "_value", prop)
 
     def remove(self) -> None:
         if self._undo is not None:
@@ -65,7 +73,7 @@ class HostReads:
         return hit
 
     def record(self, ns: int) -> None:
-        f = sys._getframe(2)
+        f = sys._getframe(1)  # the wrapper (kernelscope's), then JAX's callers, then the program
         while f is not None and not self._is_user(f.f_code.co_filename):
             f = f.f_back  # type: ignore[assignment]
         if f is None:
