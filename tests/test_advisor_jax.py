@@ -92,7 +92,7 @@ def test_a_host_callback_inside_jit_is_a_host_transfer_and_a_fusion_boundary(
 @pytest.mark.slow
 def test_host_reads_in_a_loop_are_found_at_their_line_in_a_live_run(planted: dict[str, list[dict[str, Any]]]) -> None:
     (read,) = [f for f in planted["live"] if f["rule"] == "xla_host_transfer" and "host reads" in f["evidence"]]
-    assert (read["line"], read["occurrences"]) == (planted_jax.HOST_READ_LINE, 10)
+    assert (read["line"], read["occurrences"]) == (planted_jax.HOST_READ_LINE, 20)  # once per call of score()
     assert "estimated_saving_ms" not in read  # a wait is saved only where the host has other work to overlap
     # an imported XPlane names no line for a host read
     assert not [f for f in planted["imported"] if f.get("line") == planted_jax.HOST_READ_LINE]

@@ -102,10 +102,12 @@ def test_host_transfer_sums_callbacks_per_line_and_reads_without_a_saving() -> N
     reads = [
         {"file": "p.py", "line": 31, "function": "<module>", "reads": 20, "ns": 8e6},
         {"file": "p.py", "line": 40, "function": "<module>", "reads": 1, "ns": 9e6},  # one read: not a loop
+        {"file": "p.py", "line": 41, "function": "<module>", "reads": 6, "ns": 9e6},  # every 4th step (24 calls)
+        {"file": "p.py", "line": 42, "function": "<module>", "reads": 24, "ns": 0.5e6},  # finished values: no wait
     ]
     p = build(
         [(cb, {"time_ns": 6e6, "count": 4}), ([loop, Frame.op("dot")], {"time_ns": 14e6})],
-        {"framework": "jax", "host_reads": reads},
+        {"framework": "jax", "host_reads": reads, "jit_calls": {"step": 24, "evaluate": 6}},
     )
     found = {f.line: f for f in run_rules(p) if f.rule == "xla_host_transfer"}
     assert set(found) == {7, 31}

@@ -122,6 +122,7 @@ class JaxSession:
         meta["wall_ns"] = int(program * 1e9)
         if self.reads.by_line:  # device->host reads by line, for the advisor's xla_host_transfer
             meta["host_reads"] = self.reads.rows()
+            meta["jit_calls"] = {name: len(stacks) for name, stacks in sorted(self.calls.calls.items())}
         if self.reads.note:
             meta.setdefault("warnings", []).append(self.reads.note)
         meta["coverage"] = jax_coverage(program, self._start_cost, stopped - program_end, imported - stopped)

@@ -12,6 +12,7 @@ back (memcpy events). Host reads leave only host-thread events without a line in
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +33,9 @@ CALLBACKS = frozenset({"pure_callback", "io_callback", "debug_callback", "callba
     thresholds={
         "min_ms": Threshold(0.5, "report a line whose callbacks and copies took at least this"),
         "warn_pct": Threshold(1.0, "warn when they are at least this % of the measured time"),
-        "min_reads": Threshold(3, "report host reads of device arrays at a line read at least this often"),
+        "min_reads": Threshold(3, "report host reads of device arrays at a line read at least this often, ..."),
+        "per_call": Threshold(0.5, "... and at least this many times per call of the most-called jitted function"),
+        "min_wait_ms": Threshold(0.1, "... and whose reads took this long each on average (they waited)"),
     },
 )
 def xla_host_transfer(profile: Profile, t: Thresholds) -> list[Finding]:
@@ -68,12 +71,10 @@ def xla_host_transfer(profile: Profile, t: Thresholds) -> list[Finding]:
             acc[3] += dur
             names[key].add(profile.frame_of(int(node)).name)
             nodes[key].append(int(node))
-    reads = profile.metadata.get("host_reads")
-    for row in reads if isinstance(reads, list) else []:
-        if isinstance(row, dict) and int(row.get("reads") or 0) >= t["min_reads"]:
-            acc = per_line[f"{row.get('file')}:{int(row.get('line') or 0)}"]
-            acc[4] += int(row["reads"])
-            acc[5] += float(row.get("ns") or 0.0)
+    for row in _looped_reads(profile, t):
+        acc = per_line[f"{row.get('file')}:{int(row.get('line') or 0)}"]
+        acc[4] += int(row["reads"])
+        acc[5] += float(row.get("ns") or 0.0)
     out: list[Finding] = []
     for key, (calls, cb_ns, copies, copy_ns, n_reads, read_ns) in sorted(
         per_line.items(), key=lambda kv: -(kv[1][1] + kv[1][3] + kv[1][5])
@@ -124,6 +125,23 @@ def xla_host_transfer(profile: Profile, t: Thresholds) -> list[Finding]:
                 nodes=tuple(nodes[key]),
             )
         )
+    return out
+
+
+def _looped_reads(profile: Profile, t: Thresholds) -> list[dict[str, Any]]:
+    """Host-read rows of lines that read once a step (the count, against the most-called jitted function of the
+    program) and waited (a copy of a finished array takes microseconds; a loss list read once after the loop
+    is not a per-step wait)."""
+    reads = profile.metadata.get("host_reads")
+    calls = profile.metadata.get("jit_calls")
+    most = max((int(v) for v in calls.values()), default=0) if isinstance(calls, dict) else 0
+    out = []
+    for row in reads if isinstance(reads, list) else []:
+        if not isinstance(row, dict):
+            continue
+        n = int(row.get("reads") or 0)
+        if n >= max(t["min_reads"], t["per_call"] * most) and float(row.get("ns") or 0.0) / n >= t["min_wait_ms"] * 1e6:
+            out.append(row)
     return out
 
 
