@@ -3,7 +3,10 @@ literal profiles (the planted JAX program is in test_advisor_jax.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from conftest import build
 from kernelscope.analysis.advisor import run_rules
@@ -120,3 +123,15 @@ def test_host_transfer_sums_callbacks_per_line_and_reads_without_a_saving() -> N
 def test_host_transfer_needs_a_jax_profile() -> None:
     cb = [Frame.python("p.py", 7, "step"), Frame.op("pure_callback")]
     assert not [f for f in run_rules(build([(cb, {"time_ns": 6e6})], {})) if f.rule == "xla_host_transfer"]
+
+
+@pytest.mark.traces
+def test_the_mi300_jax_trace_has_no_xla_boundaries_or_host_transfers(shared_traces: Path) -> None:
+    """A real GPU XPlane (TransformerEngine fused attention, 2-layer training step): its custom calls are fed by
+    elementwise loop fusions but feed GEMMs and tuples, not elementwise kernels, and it holds no memcpy events
+    and no callbacks: the XLA rules run on it and find nothing."""
+    from kernelscope.importers import import_file
+
+    p = import_file(str(shared_traces / "tracelens_mi300_jax_te_fused_attn_train.xplane.pb"))
+    assert p.metadata["device_run"] and "fusion_boundaries" not in p.metadata
+    assert not [f for f in run_rules(p) if f.rule in ("xla_fusion_boundary", "xla_host_transfer")]
