@@ -46,3 +46,14 @@ def test_scope_frames_build_module_paths_through_modules_only() -> None:
     known = ModuleNames(classes=frozenset({"MyMLP"}), owners=frozenset({"linear_0"}))
     frames = scope_frames(("my_mlp", "block", "linear_0", "jit(relu)", "bij,jk->bik"), known)
     assert frames == [Frame.module_("my_mlp", "MyMLP"), Frame.scope("block"), Frame.module_("my_mlp/linear_0", "")]
+
+
+def test_only_methods_name_classes() -> None:
+    from kernelscope.importers.xplane.place import method_class
+
+    assert [method_class(q) for q in ("CNN.__call__", "main.<locals>.update", "train", "A.B.c")] == ["CNN", "", "", "A"]
+    # a named scope that happens to be the name of an enclosing function stays a scope
+    lines = [Frame.python("p.py", 3, "main"), Frame.python("p.py", 9, "main.<locals>.loss")]
+    from kernelscope.importers.xplane.place import with_scopes
+
+    assert with_scopes(lines, ("main",)) == [*lines, Frame.scope("main")]

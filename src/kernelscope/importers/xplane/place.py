@@ -139,7 +139,7 @@ def with_scopes(
     ``known``: the executable's module evidence (``modules.ModuleNames``) or class names, including classes
     whose methods were on the stacks of the ops (a fusion's lines were cut to their common prefix).
     """
-    at_line = {f.name.split(".", 1)[0]: i for i, f in enumerate(lines) if "." in f.name}
+    at_line = {cls: i for i, f in enumerate(lines) if (cls := method_class(f.name))}
     names = known if isinstance(known, ModuleNames) else ModuleNames(classes=frozenset(known))
     frames = scope_frames(scopes, names.with_classes(at_line))
     if not frames:
@@ -190,7 +190,13 @@ def _parts(origins: Sequence[Origin], known: ModuleNames) -> list[tuple[Frame, f
 
 def _classes(stack: Sequence[SourceFrame]) -> set[str]:
     """Classes whose methods are on a user stack (``CNN`` for ``CNN.__call__``)."""
-    return {f.function.split(".", 1)[0] for f in stack if "." in f.function and is_user_source(f.file)}
+    return {cls for f in stack if (cls := method_class(f.function)) and is_user_source(f.file)}
+
+
+def method_class(qualname: str) -> str:
+    """``CNN.__call__`` -> ``CNN``; a function (``main``, ``main.<locals>.update``) -> ""."""
+    head, dot, rest = qualname.partition(".")
+    return head if dot and not rest.startswith("<locals>") else ""
 
 
 def _jit_frame(stack: Sequence[Frame], function: str) -> int:
