@@ -22,7 +22,7 @@ USER = "/work/prog/step.py"
 def _module() -> HloModule:
     """main: x → a (loop: mul, tanh) → callback (custom call, line 15) → b (loop: sin) → c (loop: add, b's only
     user, same size) ; x → r (loop fusion holding a reduce: not elementwise) → d (loop: exp) ;
-    x → e (loop: neg, two users) → f (loop: abs) and → g (loop: abs)."""
+    x → e (loop: neg, two users) → f (loop: abs) and → g (loop: abs); an opt-barrier over a tuple (below)."""
     h = HloProto()
     m = h.hlo_module
     m.name = "jit_step"
@@ -74,12 +74,20 @@ def _module() -> HloModule:
     loop("e", ["negate"], [1], 8)
     loop("f", ["abs"], [8], 9)
     loop("g", ["abs"], [8], 10)
+    # x → h (loop), k (loop) → tuple → opt-barrier (line 15) → element 0 → m (loop): only h fed m
+    loop("h", ["negate"], [1], 20)
+    loop("k", ["abs"], [1], 21)
+    instr("t", "tuple", [20, 21], 22)
+    instr("barrier", "opt-barrier", [22], 23, 1)
+    instr("gte0", "get-tuple-element", [23], 24, tuple_index=0)
+    loop("m", ["exponential"], [24], 25)
     return HloModule(h.hlo_module)
 
 
 def test_boundaries_are_elementwise_kernels_split_by_a_custom_call_or_left_adjacent() -> None:
     found = {(b.producer, b.consumer): b for b in find_boundaries(_module())}
-    assert set(found) == {("a", "b"), ("b", "c")}
+    assert set(found) == {("a", "b"), ("b", "c"), ("h", "m")}
+    assert found[("h", "m")].between == "opt-barrier" and found[("h", "m")].where.line == 15  # type: ignore[union-attr]
     split, adjacent = found[("a", "b")], found[("b", "c")]
     assert split.between == "custom-call xla_ffi_python_cpu_callback"
     assert split.where is not None and split.where.line == 15  # the callback's line

@@ -74,7 +74,7 @@ ELEMENTWISE = frozenset(
 # Inside a loop fusion these move or name data without breaking "elementwise".
 _INSIDE_OK = frozenset({"parameter", "constant", "broadcast", "bitcast", "reshape", "iota", "tuple"})
 # Between two kernels these only name data: look through them.
-_PLUMBING = frozenset({"bitcast", "get-tuple-element", "tuple", "reshape"})
+_PLUMBING = frozenset({"bitcast", "reshape"})  # and tuples, get-tuple-elements (``_sources``)
 # What a fusion cannot cross.
 _SPLITTERS = frozenset({"custom-call", "opt-barrier"})
 # Computations whose instructions run as kernels of their own (not fused bodies or reducers).
@@ -102,18 +102,18 @@ def find_boundaries(module: HloModule) -> list[Boundary]:
             if not _elementwise_kernel(c, comps):
                 continue
             for operand in c.operand_ids:
-                b = _through_plumbing(by_id, operand)
-                if b is None:
-                    continue
-                if b.opcode in _SPLITTERS:
-                    between = f"custom-call {b.custom_call_target}" if b.opcode == "custom-call" else b.opcode
-                    for inner in b.operand_ids:
-                        p = _through_plumbing(by_id, inner)
-                        if p is not None and _elementwise_kernel(p, comps):
-                            where = _line(module, b) or _line(module, c)
-                            out.append(Boundary(p.name, c.name, between, where))
-                elif _elementwise_kernel(b, comps) and users.get(b.id, 0) == 1 and _elements(b) == _elements(c):
-                    out.append(Boundary(b.name, c.name, "", _line(module, c)))
+                for b, index in _sources(by_id, operand):
+                    if b.opcode in _SPLITTERS:
+                        between = f"custom-call {b.custom_call_target}" if b.opcode == "custom-call" else b.opcode
+                        # an opt-barrier passes tuple element k through: only element k fed the consumer
+                        inner = b.operand_ids if b.opcode == "custom-call" or index < 0 else b.operand_ids[:1]
+                        for iid in inner:
+                            for p, _k in _sources(by_id, iid, index if b.opcode == "opt-barrier" else -1):
+                                if _elementwise_kernel(p, comps):
+                                    where = _line(module, b) or _line(module, c)
+                                    out.append(Boundary(p.name, c.name, between, where))
+                    elif _elementwise_kernel(b, comps) and users.get(b.id, 0) == 1 and _elements(b) == _elements(c):
+                        out.append(Boundary(b.name, c.name, "", _line(module, c)))
     return out
 
 
@@ -143,13 +143,29 @@ def _elementwise_kernel(instr: Any, comps: dict[int, Any]) -> bool:
     )
 
 
-def _through_plumbing(by_id: dict[int, Any], iid: int) -> Any | None:
-    seen: set[int] = set()
-    instr = by_id.get(iid)
-    while instr is not None and instr.opcode in _PLUMBING and instr.operand_ids and instr.id not in seen:
-        seen.add(instr.id)
-        instr = by_id.get(instr.operand_ids[0])
-    return instr
+def _sources(by_id: dict[int, Any], iid: int, index: int = -1) -> list[tuple[Any, int]]:
+    """The instructions whose data reach ``iid`` through plumbing only (bitcasts, reshapes, tuples and
+    get-tuple-elements, following the element index), each with the tuple index still pending at it (-1:
+    none; an ``opt-barrier`` passes its tuple through, so the index applies to its operand)."""
+    out: list[tuple[Any, int]] = []
+    seen: set[tuple[int, int]] = set()
+    todo = [(iid, index)]
+    while todo:
+        iid, index = todo.pop()
+        instr = by_id.get(iid)
+        if instr is None or (iid, index) in seen:
+            continue
+        seen.add((iid, index))
+        if instr.opcode == "get-tuple-element" and instr.operand_ids:
+            todo.append((instr.operand_ids[0], int(instr.tuple_index)))
+        elif instr.opcode == "tuple":
+            picked = [instr.operand_ids[index]] if 0 <= index < len(instr.operand_ids) else list(instr.operand_ids)
+            todo.extend((o, -1) for o in picked)
+        elif instr.opcode in _PLUMBING and instr.operand_ids:
+            todo.append((instr.operand_ids[0], index))
+        else:
+            out.append((instr, index))
+    return out
 
 
 def _elements(instr: Any) -> int:
