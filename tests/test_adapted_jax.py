@@ -1,7 +1,7 @@
 """Live JAX profiles of programs adapted from public examples (tests/fixtures/adapted, provenance in each):
 google/flax examples/mnist (linen CNN + optax, one jax.named_scope), jax-ml/jax
 examples/mnist_classifier_fromscratch, patrick-kidger/equinox's MNIST CNN notebook and
-google-deepmind/dm-haiku examples/mnist (LeNet-300-100). Every XLA instruction on a user line, Flax modules and named scopes
+google-deepmind/dm-haiku examples/mnist (LeNet-300-100) and the Modules section of its basics notebook. Every XLA instruction on a user line, Flax modules and named scopes
 as frames, call sites kept apart, fused parts on their own lines, coverage and overhead stated."""
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ FLAX = ADAPTED / "flax_mnist.py"
 SCRATCH = ADAPTED / "jax_mnist_fromscratch.py"
 EQUINOX = ADAPTED / "equinox_mnist.py"
 HAIKU = ADAPTED / "haiku_mnist.py"
-PROGRAMS = {"flax": FLAX, "scratch": SCRATCH, "equinox": EQUINOX, "haiku": HAIKU}
+HAIKU_MODULES = ADAPTED / "haiku_basics_modules.py"
+PROGRAMS = {"flax": FLAX, "scratch": SCRATCH, "equinox": EQUINOX, "haiku": HAIKU, "haiku_modules": HAIKU_MODULES}
 
 
 def marked(path: Path, name: str) -> int:
@@ -231,3 +232,14 @@ def test_a_fusion_with_merged_op_names_stays_under_its_lines_in_an_import(profil
         path = p.path(n)
         if p.frame_of(n).kind is FrameKind.KERNEL and any(f.name == "jit(update)" for f in path):
             assert any(f.kind is FrameKind.PYTHON for f in path), path
+
+
+@pytest.mark.slow
+def test_haiku_modules_the_user_wrote_are_module_frames_with_their_class(profiles: dict[str, Profile]) -> None:
+    from kernelscope.importers import import_file
+
+    for p in (profiles["haiku_modules"], import_file(str(profiles["haiku_modules_xplane"]))):
+        modules = _module_lines(p)
+        # MyLinear1 twice: Haiku names them my_linear1 and my_linear1_1; the class is on the user stack
+        assert {("my_linear1", "MyLinear1"), ("my_linear1_1", "MyLinear1")} <= set(modules)
+        assert modules[("my_linear1", "MyLinear1")] == {marked(HAIKU_MODULES, "DOT")}
