@@ -242,4 +242,10 @@ def test_haiku_modules_the_user_wrote_are_module_frames_with_their_class(profile
         modules = _module_lines(p)
         # MyLinear1 twice: Haiku names them my_linear1 and my_linear1_1; the class is on the user stack
         assert {("my_linear1", "MyLinear1"), ("my_linear1_1", "MyLinear1")} <= set(modules)
-        assert modules[("my_linear1", "MyLinear1")] == {marked(HAIKU_MODULES, "DOT")}
+        # placed right above the line of its class's method, inside the region of the jitted apply
+        for n in range(len(p)):
+            f = p.frame_of(n)
+            if f.kind is FrameKind.MODULE and f.cls == "MyLinear1":
+                assert any(f.name == "jit(apply_fn)" for f in p.path(n))
+                below = {(p.frame_of(k).name, p.frame_of(k).line) for k in p.children[n]}
+                assert ("MyLinear1.__call__", marked(HAIKU_MODULES, "DOT")) in below

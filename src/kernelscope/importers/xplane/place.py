@@ -96,6 +96,10 @@ def place(
     # the jitted function's frame: where the region starts (the common prefix may end above it, when the
     # fused ops' lines differ inside the function; then all of the prefix is above the region)
     cut = min(len(stack), *(_jit_frame(s, primary.names.function) for s in stacks))
+    if module is not None and cut == len(stack) and not any(_has_frame(s, primary.names.function) for s in stacks):
+        # a library's function jitted by the program (``jax.jit(net.apply)``): its frame is not a user
+        # frame; the region starts below the executable's call line (the stack its instructions share)
+        cut = _shared_length(user_frames(module.context), stack)
     scopes = common_prefix([o.names.scopes for o in origins]) if len(origins) > 1 else primary.names.scopes
     known = module.modules if module is not None else ModuleNames()
     known = known.with_classes(set().union(*(_classes(o.stack) for o in origins)))
@@ -197,6 +201,17 @@ def method_class(qualname: str) -> str:
     """``CNN.__call__`` -> ``CNN``; a function (``main``, ``main.<locals>.update``) -> ""."""
     head, dot, rest = qualname.partition(".")
     return head if dot and not rest.startswith("<locals>") else ""
+
+
+def _has_frame(stack: Sequence[Frame], function: str) -> bool:
+    return _jit_frame(stack, function) < len(stack)
+
+
+def _shared_length(a: Sequence[Frame], b: Sequence[Frame]) -> int:
+    n = 0
+    while n < len(a) and n < len(b) and a[n] == b[n]:
+        n += 1
+    return n
 
 
 def _jit_frame(stack: Sequence[Frame], function: str) -> int:
