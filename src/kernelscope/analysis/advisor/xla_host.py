@@ -28,10 +28,11 @@ CALLBACKS = frozenset({"pure_callback", "io_callback", "debug_callback", "callba
 
 @rule(
     "xla_host_transfer",
-    "jitted JAX code moves data between the device and the host at a line: a host callback (its operands to "
-    "the host and its results back, the program waits for Python) or device↔host copies",
+    "a JAX program moves data between the device and the host at a line: a host callback inside jitted code "
+    "(its operands to the host and its results back, the program waits for Python), device↔host copies, or "
+    "reads of device arrays on the host once a step",
     thresholds={
-        "min_ms": Threshold(0.5, "report a line whose callbacks and copies took at least this"),
+        "min_ms": Threshold(0.5, "report a line whose callbacks, copies and reads took at least this"),
         "warn_pct": Threshold(1.0, "warn when they are at least this % of the measured time"),
         "min_reads": Threshold(3, "report host reads of device arrays at a line read at least this often, ..."),
         "per_call": Threshold(0.5, "... and at least this many times per call of the most-called jitted function"),
