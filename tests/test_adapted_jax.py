@@ -1,6 +1,7 @@
 """Live JAX profiles of programs adapted from public examples (tests/fixtures/adapted, provenance in each):
-google/flax examples/mnist (linen CNN + optax, one jax.named_scope) and jax-ml/jax
-examples/mnist_classifier_fromscratch. Every XLA instruction on a user line, Flax modules and named scopes
+google/flax examples/mnist (linen CNN + optax, one jax.named_scope), jax-ml/jax
+examples/mnist_classifier_fromscratch, patrick-kidger/equinox's MNIST CNN notebook and
+google-deepmind/dm-haiku examples/mnist (LeNet-300-100) and the Modules section of its basics notebook. Every XLA instruction on a user line, Flax modules and named scopes
 as frames, call sites kept apart, fused parts on their own lines, coverage and overhead stated."""
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ REPO = Path(__file__).resolve().parents[1]
 ADAPTED = REPO / "tests" / "fixtures" / "adapted"
 FLAX = ADAPTED / "flax_mnist.py"
 SCRATCH = ADAPTED / "jax_mnist_fromscratch.py"
+EQUINOX = ADAPTED / "equinox_mnist.py"
+HAIKU = ADAPTED / "haiku_mnist.py"
+HAIKU_MODULES = ADAPTED / "haiku_basics_modules.py"
+PROGRAMS = {"flax": FLAX, "scratch": SCRATCH, "equinox": EQUINOX, "haiku": HAIKU, "haiku_modules": HAIKU_MODULES}
 
 
 def marked(path: Path, name: str) -> int:
@@ -32,8 +37,8 @@ def marked(path: Path, name: str) -> int:
 
 @pytest.fixture(scope="module")
 def profiles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Profile]:
-    pytest.importorskip("flax")
-    pytest.importorskip("optax")
+    for needed in ("flax", "optax", "equinox", "haiku"):
+        pytest.importorskip(needed)
     out = tmp_path_factory.mktemp("adapted_jax")
     code = (
         "import sys\n"
@@ -45,7 +50,7 @@ def profiles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Profile]:
     )
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "JAX_PLATFORMS": "cpu"}
     result: dict[str, Profile] = {}
-    for name, script in (("flax", FLAX), ("scratch", SCRATCH)):
+    for name, script in PROGRAMS.items():
         args = [str(script), str(out / f"{name}.ksprof"), str(out / f"{name}.xplane.pb")]
         done = subprocess.run(
             [sys.executable, "-c", code, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
@@ -66,7 +71,7 @@ def _paths_to(p: Profile, pred: object) -> list[tuple[Frame, ...]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["flax", "scratch"])
+@pytest.mark.parametrize("name", list(PROGRAMS))
 def test_at_least_95_percent_of_time_is_on_user_lines(profiles: dict[str, Profile], name: str) -> None:
     p = profiles[name]
     p.check()
@@ -77,7 +82,7 @@ def test_at_least_95_percent_of_time_is_on_user_lines(profiles: dict[str, Profil
 def test_the_imported_xplane_puts_95_percent_on_user_lines_too(profiles: dict[str, Profile]) -> None:
     from kernelscope.importers import import_file
 
-    for name in ("flax", "scratch"):
+    for name in PROGRAMS:
         assert _share_on_user_lines(import_file(str(profiles[name + "_xplane"]))) >= 0.95, name
 
 
@@ -177,3 +182,70 @@ def test_call_sites_sharing_one_executable_stay_apart(tmp_path: Path) -> None:
     kernels_per_call = calls[prog.EVAL_LINE]
     assert kernels_per_call >= 1
     assert calls == {prog.TRAIN_LINE: 6 * kernels_per_call, prog.EVAL_LINE: kernels_per_call}
+
+
+def _module_lines(p: Profile) -> dict[tuple[str, str], set[int]]:
+    """Each module frame (path, class) with time, and the innermost user lines above it."""
+    inc = p.inclusive("time_ns")
+    out: dict[tuple[str, str], set[int]] = {}
+    for n in range(len(p)):
+        f = p.frame_of(n)
+        if f.kind is FrameKind.MODULE and float(inc[n]) > 0:
+            above = [g for g in p.path(n) if g.kind is FrameKind.PYTHON]
+            out.setdefault((f.name, f.cls), set()).add(above[-1].line if above else 0)
+    return out
+
+
+@pytest.mark.slow
+def test_equinox_layers_are_module_frames_under_the_line_that_called_them(profiles: dict[str, Profile]) -> None:
+    from kernelscope.importers import import_file
+
+    for p in (profiles["equinox"], import_file(str(profiles["equinox_xplane"]))):
+        modules = _module_lines(p)
+        # eqx.nn layers name their scope after their class (eqx.nn.Conv, eqx.nn.Linear)
+        assert {("eqx.nn.Conv", "Conv"), ("eqx.nn.Linear", "Linear")} <= set(modules)
+        assert modules[("eqx.nn.Linear", "Linear")] == {marked(EQUINOX, "LAYER")}
+        assert {"eqx.nn.Conv", "eqx.nn.Linear"} <= {k for k, _v in group(p, "module").rows}
+
+
+@pytest.mark.slow
+def test_haiku_modules_with_parameters_are_module_frames(profiles: dict[str, Profile]) -> None:
+    from kernelscope.importers import import_file
+
+    for p in (profiles["haiku"], import_file(str(profiles["haiku_xplane"]))):
+        modules = _module_lines(p)
+        # hk.Linear x3 own params['linear'], ['linear_1'], ['linear_2']; their class is not in the HLO
+        assert {("linear", ""), ("linear_1", ""), ("linear_2", "")} <= set(modules)
+        assert modules[("linear_1", "")] == {marked(HAIKU, "MLP")}
+        # hk.Sequential owns no parameters and its class is Haiku's: nothing tells it from a named scope
+        assert Frame.scope("sequential") in set(p.frames)
+
+
+@pytest.mark.slow
+def test_a_fusion_with_merged_op_names_stays_under_its_lines_in_an_import(profiles: dict[str, Profile]) -> None:
+    """Haiku's Adam update fuses ops whose merged names (``a;b``) carry no stack; they do not empty the
+    fusion's common line (which put it at the root of an imported profile)."""
+    from kernelscope.importers import import_file
+
+    p = import_file(str(profiles["haiku_xplane"]))
+    for n in range(len(p)):
+        path = p.path(n)
+        if p.frame_of(n).kind is FrameKind.KERNEL and any(f.name == "jit(update)" for f in path):
+            assert any(f.kind is FrameKind.PYTHON for f in path), path
+
+
+@pytest.mark.slow
+def test_haiku_modules_the_user_wrote_are_module_frames_with_their_class(profiles: dict[str, Profile]) -> None:
+    from kernelscope.importers import import_file
+
+    for p in (profiles["haiku_modules"], import_file(str(profiles["haiku_modules_xplane"]))):
+        modules = _module_lines(p)
+        # MyLinear1 twice: Haiku names them my_linear1 and my_linear1_1; the class is on the user stack
+        assert {("my_linear1", "MyLinear1"), ("my_linear1_1", "MyLinear1")} <= set(modules)
+        # placed right above the line of its class's method, inside the region of the jitted apply
+        for n in range(len(p)):
+            f = p.frame_of(n)
+            if f.kind is FrameKind.MODULE and f.cls == "MyLinear1":
+                assert any(f.name == "jit(apply_fn)" for f in p.path(n))
+                below = {(p.frame_of(k).name, p.frame_of(k).line) for k in p.children[n]}
+                assert ("MyLinear1.__call__", marked(HAIKU_MODULES, "DOT")) in below

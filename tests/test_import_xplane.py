@@ -47,6 +47,16 @@ def tree(p: Profile, metrics: tuple[str, ...] = ("time_ns", "count")) -> Any:
         ("jit(f)/vmap(a/b)/add", "jit(f)", False, ("a/b",), "add"),
         ("add", "", False, (), "add"),
         ("", "", False, (), ""),
+        # XLA joins the names of merged instructions with ";" (seen in a Haiku program's backward): the first
+        ("jit(u)/transpose(jvp())/mul;jit(u)/transpose(jvp())/broadcast_in_dim", "jit(u)", True, (), "mul"),
+        ("jit(u)/jvp(sequential)/linear_1/dot_general", "jit(u)", False, ("sequential", "linear_1"), "dot_general"),
+        (
+            "jit(s)/jvp(jit(loss))/vmap(eqx.nn.MaxPool2d)/eqx.nn.Pool/reduce_window_max",
+            "jit(s)",
+            False,
+            ("jit(loss)", "eqx.nn.MaxPool2d", "eqx.nn.Pool"),
+            "reduce_window_max",
+        ),
     ],
 )
 def test_name_stack_parts(op_name: str, region: str, backward: bool, scopes: tuple[str, ...], primitive: str) -> None:

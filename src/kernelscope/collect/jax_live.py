@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from ..errors import BadInputError
 from ..model import Profile, ProfileBuilder
 from .jax_calls import CallSites
+from .jax_reads import HostReads
 
 T = TypeVar("T")
 
@@ -48,7 +49,7 @@ def uses_jax(target: str, is_module: bool = False) -> bool:
             imported.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             imported.add(node.module.split(".")[0])
-    return ("jax" in imported or "flax" in imported or "optax" in imported) and "torch" not in imported
+    return bool(imported & {"jax", "flax", "optax", "equinox", "haiku"}) and "torch" not in imported
 
 
 class JaxSession:
@@ -63,6 +64,7 @@ class JaxSession:
         self._program_from = 0.0  # when the program's own time began (after start_trace returned)
         self.argv: list[str] = []
         self.calls = CallSites()
+        self.reads = HostReads()
 
     def start(self) -> None:
         try:
@@ -76,6 +78,7 @@ class JaxSession:
         self._started_ns = time.time_ns()
         began = self._clock()
         self.calls.install(jax)
+        self.reads.install(jax)
         jax.profiler.start_trace(self._dir, profiler_options=options)
         self._program_from = self._clock()
         self._start_cost = self._program_from - began
@@ -90,6 +93,7 @@ class JaxSession:
         folder, self._dir = self._dir, None
         program_end = self._clock()
         self.calls.remove()
+        self.reads.remove()
         try:
             stop_trace: Any = jax.profiler.stop_trace  # untyped in jax
             stop_trace()
@@ -116,6 +120,11 @@ class JaxSession:
         meta.update(_run_metadata(self.argv, self._started_ns, jax))
         program = program_end - self._program_from
         meta["wall_ns"] = int(program * 1e9)
+        if self.reads.by_line:  # device->host reads by line, for the advisor's xla_host_transfer
+            meta["host_reads"] = self.reads.rows()
+            meta["jit_calls"] = {name: len(stacks) for name, stacks in sorted(self.calls.calls.items())}
+        if self.reads.note:
+            meta.setdefault("warnings", []).append(self.reads.note)
         meta["coverage"] = jax_coverage(program, self._start_cost, stopped - program_end, imported - stopped)
         return profile
 

@@ -15,6 +15,7 @@ from typing import Any
 from ...model import Frame, Profile, ProfileBuilder, TimelineBuilder
 from ...model.profile import prune_empty
 from ...model.timeline import LINKED, Category
+from .boundaries import Boundary, find_boundaries
 from .callsites import Stack, sites_of_runs
 from .hlo import HloModule, HloOp
 from .place import Placement, Placer, place, user_frames
@@ -64,7 +65,15 @@ def build_profile(
             conversions[key] = conversions_of(op)
         return hit
 
+    boundaries = {pid: found for pid, m in modules.items() if (found := find_boundaries(m))}
+    in_boundary = {(pid, k) for pid, found in boundaries.items() for b in found for k in (b.producer, b.consumer)}
+    kernel_time: dict[tuple[int, str], list[float]] = {}  # (program, instruction) -> [executions, ns]
+
     for ev in records.ops:
+        if (ev.on_device or not on_device) and (ev.program_id, ev.hlo_op) in in_boundary:
+            acc = kernel_time.setdefault((ev.program_id, ev.hlo_op), [0.0, 0.0])
+            acc[0] += 1
+            acc[1] += ev.self_ps / 1000
         if on_device and not ev.on_device:  # host side of a GPU instruction: launch work on the CPU
             p = placement_of(ev, Frame.kernel(ev.hlo_op or ev.name, "cpu"))
             node = builder.path(p.op)
@@ -112,12 +121,41 @@ def build_profile(
         meta["casts"] = [
             {"file": f, "line": line, "from": a, "to": b, "calls": n} for (f, line, a, b), n in sorted(casts.items())
         ]
+    rows = boundary_rows(modules, boundaries, kernel_time)
+    if rows:  # elementwise kernels XLA left apart, for the advisor's xla_fusion_boundary
+        meta["fusion_boundaries"] = rows
     if warnings:
         meta["import_warnings"] = dict(sorted(warnings.items()))
     starts = [ev.start_ns for ev in records.ops]
     if starts:
         meta["trace_start_ns"] = min(starts)
     return prune_empty(builder.build(meta, timeline.build() if len(timeline) else None))
+
+
+def boundary_rows(
+    modules: dict[int, HloModule], found: dict[int, list[Boundary]], kernel_time: dict[tuple[int, str], list[float]]
+) -> list[dict[str, Any]]:
+    """Boundaries whose two kernels ran, with their executions and measured times."""
+    out: list[dict[str, Any]] = []
+    for pid, boundaries in sorted(found.items()):
+        for b in boundaries:
+            p, c = kernel_time.get((pid, b.producer)), kernel_time.get((pid, b.consumer))
+            if p is None or c is None or b.where is None:
+                continue
+            out.append(
+                {
+                    "file": b.where.file,
+                    "line": b.where.line,
+                    "function": modules[pid].name,
+                    "producer": b.producer,
+                    "consumer": b.consumer,
+                    "between": b.between,
+                    "executions": int(min(p[0], c[0])),
+                    "producer_ns": p[1],
+                    "consumer_ns": c[1],
+                }
+            )
+    return out
 
 
 def conversions_of(op: HloOp | None) -> tuple[tuple[str, int, str, str], ...]:

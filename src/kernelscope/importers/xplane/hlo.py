@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...attribute.compiled import common_prefix
+from .modules import ModuleNames, parameter_owners
 from .namestack import NameStack, parse
 
 # Element sizes in bytes by xla.PrimitiveType (xla_data.proto); unknown types count 4 bytes.
@@ -73,6 +74,8 @@ class HloModule:
         self._context: tuple[SourceFrame, ...] | None = None
         self._jit_frame_seen = False
         self._shape_cache: dict[int, dict[int, Any]] = {}
+        self._entry_id: int = proto.entry_computation_id
+        self._modules: ModuleNames | None = None
 
     def __len__(self) -> int:
         return len(self._by_name)
@@ -101,6 +104,29 @@ class HloModule:
             else:
                 self._context = common_prefix(frames)
         return self._context
+
+    @property
+    def computations(self) -> dict[int, Any]:
+        """The module's computations (``HloComputationProto``) by id."""
+        return self._computations
+
+    @property
+    def entry_id(self) -> int:
+        return self._entry_id
+
+    def stack_of(self, frame_id: int) -> tuple[SourceFrame, ...]:
+        """The Python stack (outermost first) of a stack frame id from an instruction's metadata."""
+        return self._frames.stack(frame_id)
+
+    @property
+    def modules(self) -> ModuleNames:
+        """Which name-stack scopes are modules (``modules.ModuleNames``): from the entry computation's
+        parameters' names (``params['linear_1']['w']``)."""
+        if self._modules is None:
+            entry = self._computations.get(self._entry_id)
+            names = [i.metadata.op_name for i in entry.instructions if i.opcode == "parameter"] if entry else []
+            self._modules = ModuleNames(owners=parameter_owners(names))
+        return self._modules
 
     @property
     def traced_function_on_stack(self) -> bool:

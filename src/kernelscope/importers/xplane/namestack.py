@@ -67,8 +67,10 @@ def _unwrap(component: str) -> tuple[bool, str]:
 
 
 def parse(op_name: str) -> NameStack:
-    """Parse an ``op_name``. The last component is the primitive unless it is a transform or a jit."""
-    parts = split_components(op_name.strip())
+    """Parse an ``op_name``. The last component is the primitive unless it is a transform or a jit.
+    XLA joins the names of instructions it merged with ``;`` (``.../mul;.../broadcast_in_dim``): the first
+    one is read."""
+    parts = split_components(op_name.split(";", 1)[0].strip())
     region = ""
     if parts and _head(parts[0]) in ("jit", "pjit"):
         region = parts.pop(0)

@@ -19,7 +19,6 @@ without metadata goes under the line that called the jitted function, in a ``[no
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
@@ -27,6 +26,7 @@ from ...attribute.compiled import common_prefix, split_exact
 from ...attribute.userframes import display_path, is_user_file, resolve
 from ...model import Frame, FrameKind, ProfileBuilder
 from .hlo import HloModule, HloOp, Origin, SourceFrame
+from .modules import ModuleNames
 
 # FLOPs that cost as much time as one byte moved; only the ratio between parts of one kernel matters.
 FLOPS_PER_BYTE = 8.0
@@ -65,9 +65,6 @@ def region_of_module(module: str) -> str:
 
 NO_SOURCE = "no source in HLO"  # the scope over instructions XLA added without metadata
 
-# Flax linen names unnamed submodules ``Class_N`` (``Conv_0``, ``Dense_1``): a module, of class ``Class``.
-_AUTO_NAMED = re.compile(r"^(?P<cls>[A-Z][A-Za-z0-9]*)_\d+$")
-
 
 def place(
     op: HloOp | None,
@@ -91,17 +88,23 @@ def place(
             (*outer, *stack[cut:], Frame.scope(NO_SOURCE), *([Frame.op(name)] if name else []), kernel), ()
         )
     primary = op.own or origins[0]
-    stacks = [user_frames(o.stack) for o in origins]
-    parts = _parts(origins)
+    # origins whose metadata lost its stack (XLA merged two instructions' names) say nothing about lines
+    stacks = [user_frames(o.stack) for o in origins if o.stack] or [()]
+    parts = _parts(origins, module.modules if module is not None else ModuleNames())
     stack = stacks[0] if all(s == stacks[0] for s in stacks) else common_prefix(stacks)
     region_name = primary.names.region or region_of_module(module_name)
     # the jitted function's frame: where the region starts (the common prefix may end above it, when the
     # fused ops' lines differ inside the function; then all of the prefix is above the region)
     cut = min(len(stack), *(_jit_frame(s, primary.names.function) for s in stacks))
+    if module is not None and cut == len(stack) and not any(_has_frame(s, primary.names.function) for s in stacks):
+        # a library's function jitted by the program (``jax.jit(net.apply)``): its frame is not a user
+        # frame; the region starts below the executable's call line (the stack its instructions share)
+        cut = _shared_length(user_frames(module.context), stack)
     scopes = common_prefix([o.names.scopes for o in origins]) if len(origins) > 1 else primary.names.scopes
-    classes = set().union(*(_classes(o.stack) for o in origins))
+    known = module.modules if module is not None else ModuleNames()
+    known = known.with_classes(set().union(*(_classes(o.stack) for o in origins)))
     above = caller if caller is not None else stack[:cut]
-    path: list[Frame] = [*above, Frame.region(region_name), *with_scopes(stack[cut:], scopes, classes)]
+    path: list[Frame] = [*above, Frame.region(region_name), *with_scopes(stack[cut:], scopes, known)]
     if any(o.names.backward for o in origins):
         path.append(Frame.backward())
     path.append(Frame.op(primary.names.primitive or op.opcode))
@@ -109,41 +112,47 @@ def place(
     return Placement(tuple(path), tuple(parts) if len(parts) > 1 else ())
 
 
-def scope_frames(scopes: Sequence[str], classes: Collection[str] = ()) -> list[Frame]:
-    """Name-stack scopes as frames: modules (Flax ``Conv_0``, or a class whose method is on the stack) get
-    ``module`` frames with their path in the name stack (``CNN/Conv_0``); ``jax.named_scope`` names get
-    ``scope`` frames. Inner ``jit(...)`` of library functions (``jit(relu)``) and einsum specs are left out."""
+def scope_frames(scopes: Sequence[str], known: ModuleNames | Collection[str] = ()) -> list[Frame]:
+    """Name-stack scopes as frames: modules (``modules.ModuleNames``: Flax ``Conv_0``, Equinox
+    ``eqx.nn.Linear``, Haiku ``linear_1``, or a class whose method is on the stack) get ``module`` frames with
+    their path in the name stack (``CNN/Conv_0``); ``jax.named_scope`` names get ``scope`` frames. Inner
+    ``jit(...)`` of library functions (``jit(relu)``) and einsum specs are left out. ``known`` may be a plain
+    collection of class names."""
+    names = known if isinstance(known, ModuleNames) else ModuleNames(classes=frozenset(known))
     out: list[Frame] = []
     path: list[str] = []
     for name in scopes:
         if not name or name.startswith(("jit(", "pjit(")) or "->" in name or name == "~":
             continue
-        auto = _AUTO_NAMED.match(name)
-        if auto is not None or name in classes:
+        cls = names.module_class(name)
+        if cls is not None:
             path.append(name)
-            out.append(Frame.module_("/".join(path), auto.group("cls") if auto is not None else name))
+            out.append(Frame.module_("/".join(path), cls))
         else:
             out.append(Frame.scope(name))
     return out
 
 
-def with_scopes(lines: Sequence[Frame], scopes: Sequence[str], classes: Collection[str] = ()) -> list[Frame]:
+def with_scopes(
+    lines: Sequence[Frame], scopes: Sequence[str], known: ModuleNames | Collection[str] = ()
+) -> list[Frame]:
     """Interleave scope/module frames with the user lines inside the jitted function.
 
     A module whose class has a method on the stack (``CNN.__call__``) goes right above that method's line;
     the scopes before it go there too (name-stack order is kept); the rest go below the innermost line.
-    ``classes`` adds classes whose methods were on the stacks of the ops (a fusion's lines were cut to
-    their common prefix).
+    ``known``: the executable's module evidence (``modules.ModuleNames``) or class names, including classes
+    whose methods were on the stacks of the ops (a fusion's lines were cut to their common prefix).
     """
-    at_line = {f.name.split(".", 1)[0]: i for i, f in enumerate(lines) if "." in f.name}
-    frames = scope_frames(scopes, {*at_line, *classes})
+    at_line = {cls: i for i, f in enumerate(lines) if (cls := method_class(f.name))}
+    names = known if isinstance(known, ModuleNames) else ModuleNames(classes=frozenset(known))
+    frames = scope_frames(scopes, names.with_classes(at_line))
     if not frames:
         return list(lines)
     at = [len(lines)] * len(frames)
     bound = len(lines)
     for k in range(len(frames) - 1, -1, -1):
         f = frames[k]
-        where = at_line.get(f.name) if f.kind is FrameKind.MODULE and f.name == f.cls else None
+        where = at_line.get(f.cls) if f.kind is FrameKind.MODULE and f.cls else None
         bound = min(bound, where) if where is not None else bound
         at[k] = bound
     out: list[Frame] = []
@@ -165,12 +174,14 @@ def _origins(op: HloOp | None) -> list[Origin]:
     return [op.own] if op.own is not None else []
 
 
-def _parts(origins: Sequence[Origin]) -> list[tuple[Frame, float]]:
+def _parts(origins: Sequence[Origin], known: ModuleNames) -> list[tuple[Frame, float]]:
     merged: dict[Frame, float] = {}
     for o in origins:
         users = [f for f in o.stack if is_user_source(f.file)]
         where = users[-1] if users else None
-        modules = [f for f in scope_frames(o.names.scopes, _classes(users)) if f.kind is FrameKind.MODULE]
+        modules = [
+            f for f in scope_frames(o.names.scopes, known.with_classes(_classes(users))) if f.kind is FrameKind.MODULE
+        ]
         frame = Frame.part(
             o.names.primitive or o.opcode,
             display_path(where.file) if where is not None else "",
@@ -183,7 +194,24 @@ def _parts(origins: Sequence[Origin]) -> list[tuple[Frame, float]]:
 
 def _classes(stack: Sequence[SourceFrame]) -> set[str]:
     """Classes whose methods are on a user stack (``CNN`` for ``CNN.__call__``)."""
-    return {f.function.split(".", 1)[0] for f in stack if "." in f.function and is_user_source(f.file)}
+    return {cls for f in stack if (cls := method_class(f.function)) and is_user_source(f.file)}
+
+
+def method_class(qualname: str) -> str:
+    """``CNN.__call__`` -> ``CNN``; a function (``main``, ``main.<locals>.update``) -> ""."""
+    head, dot, rest = qualname.partition(".")
+    return head if dot and not rest.startswith("<locals>") else ""
+
+
+def _has_frame(stack: Sequence[Frame], function: str) -> bool:
+    return _jit_frame(stack, function) < len(stack)
+
+
+def _shared_length(a: Sequence[Frame], b: Sequence[Frame]) -> int:
+    n = 0
+    while n < len(a) and n < len(b) and a[n] == b[n]:
+        n += 1
+    return n
 
 
 def _jit_frame(stack: Sequence[Frame], function: str) -> int:

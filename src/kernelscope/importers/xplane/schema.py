@@ -89,6 +89,7 @@ _HLO: dict[str, list[tuple[str, int, str, bool]]] = {
         ("shape", 3, "ShapeProto", False),
         ("metadata", 7, "OpMetadata", False),
         ("fusion_kind", 11, "string", False),
+        ("tuple_index", 13, "int64", False),
         ("custom_call_target", 28, "string", False),
         ("dot_dimension_numbers", 30, "DotDimensionNumbers", False),
         ("id", 35, "int64", False),
