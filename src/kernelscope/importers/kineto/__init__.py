@@ -106,6 +106,8 @@ def _load(path: str, reader: _Batches, tables: EventTables, warnings: Counter[st
     metadata = _metadata(path, reader.header, tables, warnings, reader.bytes_read, fmt)
     if graphs:
         metadata["cuda_graphs"] = graphs
+    if decoder.def_lines:  # its Python frames name functions by their def lines (diff pairs them with a live run's)
+        metadata["python_lines"] = "def"
     return build_profile(tables, metadata, warnings)
 
 
