@@ -132,11 +132,12 @@ def test_a_compiled_model_matches_across_a_live_run_and_an_import() -> None:
 
 def test_a_trace_and_a_live_run_compare_python_frames_by_function() -> None:
     # a trace names a function by its def line, or (a frame already running when it began, main here) by the
-    # line it was at then; a live run by the lines that ran. Against each other, a function is one row.
+    # line it was at then; a live run by the lines that ran. Against each other, a function is one row. (And the
+    # trace names the script relative to its folder, on sys.path; the live run relative to the working directory.)
     live = build(
         [
-            ([Frame.python("run.py", 39, "main"), Frame.op("aten::addmm")], {"time_ns": 10.0}),
-            ([Frame.python("run.py", 47, "main"), Frame.op("aten::item")], {"time_ns": 1.0}),
+            ([Frame.python("scripts/run.py", 39, "main"), Frame.op("aten::addmm")], {"time_ns": 10.0}),
+            ([Frame.python("scripts/run.py", 47, "main"), Frame.op("aten::item")], {"time_ns": 1.0}),
         ]
     )
     trace = build(
@@ -151,7 +152,7 @@ def test_a_trace_and_a_live_run_compare_python_frames_by_function() -> None:
         assert rows["run.py:44 main > aten::addmm"] == want, rows
         assert sum(1 for k in rows if k.startswith("run.py")) == 3, rows  # main, its addmm, its item
     # two live runs pair their lines by content, as before
-    assert {r.key for r in diff(live, live, by="line").rows} == {"run.py:39", "run.py:47"}
+    assert {r.key for r in diff(live, live, by="line").rows} == {"scripts/run.py:39", "scripts/run.py:47"}
 
 
 @pytest.mark.parametrize(

@@ -84,6 +84,11 @@ def unify(base: Profile, new: Profile, cwd: str | None = None) -> Unified:
     # python frames compare by function (True: the base is the trace)
     b_def, n_def = (p.metadata.get("python_lines") == "def" for p in (base, new))
     def_lines = b_def if b_def != n_def else None
+    if def_lines is not None:
+        if def_lines:
+            new_keys = _onto_trace_files(new_keys, base_keys)
+        else:
+            base_keys = _onto_trace_files(base_keys, new_keys)
     root = UNode(-1, key_of(Frame.root()), (0,), (0,))
     nodes: list[UNode] = [root]
     stack = [0]
@@ -105,6 +110,23 @@ def unify(base: Profile, new: Profile, cwd: str | None = None) -> Unified:
                 nodes.append(UNode(uid, key, tuple(bn), tuple(nn), bl, nl))
                 stack.append(len(nodes) - 1)
     return Unified(base, new, tuple(nodes))
+
+
+def _onto_trace_files(keys: list[Key], trace_keys: list[Key]) -> list[Key]:
+    """A trace writes a file relative to the ``sys.path`` entry it is under (``train.py`` for the script run), a
+    live run relative to the working directory (``scripts/train.py``) or absolute: a live file takes the trace's
+    name where that is its path's tail (the longest such)."""
+    files = {k.file for k in trace_keys if k.kind is FrameKind.PYTHON and k.file}
+    onto: dict[str, str] = {}
+    out = []
+    for k in keys:
+        if k.kind is FrameKind.PYTHON and k.file and k.file not in files:
+            if k.file not in onto:
+                tails = [f for f in files if k.file.endswith("/" + f.lstrip("/"))]
+                onto[k.file] = max(tails, key=len) if tails else k.file
+            k = Key(k.kind, k.name, onto[k.file], k.module, k.device)
+        out.append(k)
+    return out
 
 
 def _pair_modules(
