@@ -16,7 +16,7 @@ from conftest import REPO, build, env_without_color
 from kernelscope.analysis.diff import diff, regressions
 from kernelscope.analysis.diff.normalize import normal_file, normal_kernel
 from kernelscope.cli.main import main
-from kernelscope.model import Frame, Profile
+from kernelscope.model import Frame, FrameKind, Profile
 
 
 def _model(offset: int, width: float, kernel_suffix: int) -> Profile:
@@ -63,6 +63,96 @@ def test_a_line_that_ran_other_work_is_not_paired() -> None:
     new = build([([Frame.python("m.py", 5, "f"), Frame.op("aten::conv2d")], {"time_ns": 5.0})])
     rows = {r.key: (r.base, r.new) for r in diff(base, new, by="op").rows}
     assert rows == {"aten::mm": (5.0, 0.0), "aten::conv2d": (0.0, 5.0)}
+
+
+def test_a_compiled_region_matches_across_a_live_run_and_an_import() -> None:
+    # a live run knows the torch.compile line (the region's location), an imported trace does not: one region
+    live_region = Frame(FrameKind.REGION, "MLP.forward", file="train.py", line=17, cls="torch.compile", ids="1/0")
+    trace_region = Frame(FrameKind.REGION, "MLP.forward", cls="torch.compile", ids="0/0")
+    other = Frame(FrameKind.REGION, "loss_fn", cls="torch.compile", ids="2/0")
+    top = Frame.python("train.py", 22, "main")
+
+    def run(region: Frame, time: float) -> Profile:
+        return build(
+            [
+                ([top, region, Frame.op("aten::addmm")], {"time_ns": time, "count": 1}),
+                ([top, other, Frame.op("aten::mul")], {"time_ns": 5.0, "count": 1}),
+            ]
+        )
+
+    tree = diff(run(live_region, 100.0), run(trace_region, 150.0), by="tree")
+    rows = {r.key: (r.base, r.new) for r in tree.rows}
+    assert rows["train.py:22 main > <torch.compile(MLP.forward)>"] == (100.0, 150.0)
+    assert rows["train.py:22 main > <torch.compile(loss_fn)>"] == (5.0, 5.0)
+    assert len([k for k in rows if "torch.compile" in k]) == 4  # the two regions and their ops, nothing apart
+
+
+def test_a_compiled_model_matches_across_a_live_run_and_an_import() -> None:
+    # torch.compile(model): the region runs inside the model, which a live run names by its class and attribute
+    # paths, a trace by class and instance counter
+    live = build(
+        [
+            ([Frame.python("train.py", 22, "main"), Frame.module_("MLP", "MLP"), Frame(FrameKind.REGION, "MLP.forward", file="train.py", line=17, cls="torch.compile"), Frame.module_("layers.0", "Linear"), Frame.op("aten::addmm")], {"time_ns": 100.0, "count": 1}),
+            ([Frame.python("train.py", 22, "main"), Frame.module_("head", "Linear"), Frame.op("aten::addmm")], {"time_ns": 10.0, "count": 1}),
+            ([Frame.python("train.py", 22, "main"), Frame.module_("proj", "Linear"), Frame.op("aten::addmm")], {"time_ns": 10.0, "count": 1}),
+        ]
+    )  # fmt: skip
+    trace = build(
+        [
+            ([Frame.python("train.py", 10, "main"), Frame.module_("MLP_0", "MLP"), Frame(FrameKind.REGION, "MLP.forward", cls="torch.compile"), Frame.op("aten::addmm")], {"time_ns": 120.0, "count": 1}),
+            ([Frame.python("train.py", 10, "main"), Frame.module_("Linear_3", "Linear"), Frame.op("aten::addmm")], {"time_ns": 10.0, "count": 1}),
+            ([Frame.python("train.py", 10, "main"), Frame.module_("Linear_4", "Linear"), Frame.op("aten::addmm")], {"time_ns": 10.0, "count": 1}),
+        ]
+    )  # fmt: skip
+    for base, new in ((live, trace), (trace, live)):
+        rows = {r.key: (r.base, r.new) for r in diff(base, new, by="tree").rows}
+        (region,) = [v for k, v in rows.items() if k.endswith("> MLP (MLP) > <torch.compile(MLP.forward)>")]
+        assert sorted(region) == [100.0, 120.0], rows
+        # two Linears of one parent: which is which is not known, so they stay apart (and inside the region, where
+        # a trace records no modules, the live run's layers.0 has no counterpart)
+        assert {k.split(" > ")[-1] for k in rows if k.endswith("(Linear)")} == {
+            "head (Linear)",
+            "proj (Linear)",
+            "Linear_3 (Linear)",
+            "Linear_4 (Linear)",
+            "layers.0 (Linear)",
+        }, rows
+    # two live runs: a renamed module is another module
+    renamed = build(
+        [
+            (
+                [Frame.python("train.py", 22, "main"), Frame.module_("net", "MLP"), Frame.op("aten::addmm")],
+                {"time_ns": 1.0},
+            )
+        ]
+    )
+    rows = {r.key.split(" > ")[-1]: (r.base, r.new) for r in diff(live, renamed, by="tree").rows if r.key}
+    assert rows["net (MLP)"] == (0.0, 1.0) and rows["MLP (MLP)"] == (100.0, 0.0)
+
+
+def test_a_trace_and_a_live_run_compare_python_frames_by_function() -> None:
+    # a trace names a function by its def line, or (a frame already running when it began, main here) by the
+    # line it was at then; a live run by the lines that ran. Against each other, a function is one row. (And the
+    # trace names the script relative to its folder, on sys.path; the live run relative to the working directory.)
+    live = build(
+        [
+            ([Frame.python("scripts/run.py", 39, "main"), Frame.op("aten::addmm")], {"time_ns": 10.0}),
+            ([Frame.python("scripts/run.py", 47, "main"), Frame.op("aten::item")], {"time_ns": 1.0}),
+        ]
+    )
+    trace = build(
+        [
+            ([Frame.python("run.py", 44, "main"), Frame.op("aten::addmm")], {"time_ns": 12.0}),
+            ([Frame.python("run.py", 44, "main"), Frame.op("aten::item")], {"time_ns": 1.0}),
+        ],
+        {"python_lines": "def"},
+    )
+    for base, new, want in ((live, trace, (10.0, 12.0)), (trace, live, (12.0, 10.0))):
+        rows = {r.key: (r.base, r.new) for r in diff(base, new, by="tree").rows}
+        assert rows["run.py:44 main > aten::addmm"] == want, rows
+        assert sum(1 for k in rows if k.startswith("run.py")) == 3, rows  # main, its addmm, its item
+    # two live runs pair their lines by content, as before
+    assert {r.key for r in diff(live, live, by="line").rows} == {"scripts/run.py:39", "scripts/run.py:47"}
 
 
 @pytest.mark.parametrize(

@@ -72,6 +72,20 @@ def test_reimport_gives_the_same_per_kernel_and_per_op_totals(tmp_path: Path) ->
         assert totals(back, by) == totals(profile, by)
 
 
+def test_python_lines_say_what_they_are_after_a_round_trip(tmp_path: Path) -> None:
+    # a live run's Python frames are the lines that ran, an import's name functions (def lines); its exported trace
+    # says which, so that diff reads it back right
+    b = ProfileBuilder()
+    op = b.path([Frame.python("train.py", 3, "main"), Frame.python("model.py", 12, "forward"), Frame.op("aten::mm")])
+    b.add_many(op, {"cpu_time_ns": 3_000, "time_ns": 3_000, "count": 1})
+    live = b.build({})  # (no timeline: laid out as calls, its lines as python_function events)
+    back = import_file(str(export(live, tmp_path)[0]))
+    assert any(f.kind.value == "python" for f in back.frames) and "python_lines" not in back.metadata
+    (tmp_path / "t").mkdir()
+    traced = live.replace(metadata={**live.metadata, "python_lines": "def"})
+    assert import_file(str(export(traced, tmp_path / "t")[0])).metadata["python_lines"] == "def"
+
+
 def test_profile_without_timeline_is_laid_out_and_keeps_kernel_time(tmp_path: Path) -> None:
     profile = timed_profile().replace(timeline=None)
     path, events = export(profile, tmp_path)

@@ -122,6 +122,8 @@ def test_eager_trace_builds_the_expected_tree(tmp_path: Path) -> None:
         ],
     )  # fmt: skip
     assert p.metadata["import_warnings"] == {"device events whose launch is not in the trace": 1}
+    # python_function events name functions (def lines), not the lines that ran: diff compares them by function
+    assert p.metadata["python_lines"] == "def"
 
 
 def test_eager_trace_metrics_flops_memory_cpu_time(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from kernelscope import load
+from kernelscope.analysis.diff import diff
 from kernelscope.importers import import_file
 from kernelscope.model import FrameKind, Profile
 
@@ -97,6 +98,10 @@ def test_live_run_and_its_own_trace_give_the_same_tree(tmp_path: Path, compiled:
     assert only_live == only_trace == {}
     if compiled:  # the compiled graph's forward and backward, under the function that called it
         assert any("train > {compiled fwd}" in k for k in a) and any("train > {compiled bwd}" in k for k in a)
+        # one name for the region in both, so diff matches it (the live run's torch.compile line is its location)
+        for base, new in ((live, traced), (traced, live)):
+            rows = [r for r in diff(base, new, by="tree").rows if (r.key or "").endswith("<torch.compile(loss_fn)>")]
+            assert len(rows) == 1 and rows[0].base > 0 and rows[0].new > 0, rows
     else:  # backward work sits under the forward functions in both
         assert any("[backward] > AddmmBackward0" in k and "(Linear)" in k for k in a)
     # the same metric columns, the same FLOPs (one cost table)

@@ -54,6 +54,13 @@ def test_merge_puts_each_rank_under_its_scope() -> None:
     assert [merged.path(int(n))[0].name for n in tl.node] == ["rank 0", "rank 1"]
     assert [r["rank"] for r in merged.metadata["ranks"]] == [0, 1]
     assert merged.metadata["world_size"] == 2
+    assert "python_lines" not in merged.metadata
+    # every rank's Python frames name functions (torch.profiler traces): so do the job's
+    named = [
+        p.replace(metadata={**p.metadata, "python_lines": "def"})
+        for p in (small_profile(0, 1.0), small_profile(1, 1.0))
+    ]
+    assert merge_ranks(named, [0, 1]).metadata["python_lines"] == "def"
 
 
 def test_rank_detection_order() -> None:

@@ -11,6 +11,7 @@ corpus; a nanoGPT-style model; a two-rank gloo DDP job under ``torchrun``.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -25,6 +26,7 @@ from conftest import REPO, env_without_color
 from kernelscope import load
 from kernelscope.analysis.advisor import run_rules
 from kernelscope.analysis.tree import TreeOptions, tree_view
+from kernelscope.importers import import_file
 from kernelscope.model import Frame, FrameKind, Profile
 
 pytest.importorskip("torch")
@@ -113,8 +115,13 @@ def line_of(path: Path, text: str) -> int:
 # --- torch.compile MLP -----------------------------------------------------------------------------------
 
 
-def test_compiled_mlp(workdir: Path) -> None:
-    p = load(str(_run(workdir, "compiled_mlp.py", "mlp.ksprof")))
+@pytest.fixture(scope="module")
+def compiled_mlp(workdir: Path) -> Path:
+    return _run(workdir, "compiled_mlp.py", "mlp.ksprof")
+
+
+def test_compiled_mlp(workdir: Path, compiled_mlp: Path) -> None:
+    p = load(str(compiled_mlp))
     no_wrappers(p)
     compile_line = line_of(workdir / "compiled_mlp.py", "torch.compile(model)")
     regions = [f for f in frames(p) if f.kind is FrameKind.REGION]
@@ -138,6 +145,43 @@ def test_compiled_mlp(workdir: Path) -> None:
     # warning about either
     assert not [w for w in warnings_of(p) if "thread" in w or "clipped" in w], warnings_of(p)
     no_duplicate_rows(p)
+
+
+def _ks(cwd: Path, *argv: str) -> str:
+    r = subprocess.run(
+        [sys.executable, "-m", "kernelscope", *argv], capture_output=True, text=True, cwd=cwd, env=env_without_color()
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stdout
+
+
+def test_compiled_mlp_live_and_its_own_trace_name_the_region_alike(workdir: Path, compiled_mlp: Path) -> None:
+    # the same program, profiled by torch.profiler the way its recipe does and exported as a chrome trace
+    r = subprocess.run(
+        [sys.executable, "compiled_mlp.py", "--chrome-trace", "trace.json"],
+        capture_output=True,
+        text=True,
+        cwd=workdir,
+        timeout=900,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    live, traced = load(str(compiled_mlp)), import_file(str(workdir / "trace.json"))
+    compile_line = line_of(workdir / "compiled_mlp.py", "torch.compile(model)")
+    # one name in both; the live run also knows where torch.compile was called, the trace cannot
+    name = "<torch.compile(MLP.forward)>"
+    assert {f.label() for f in frames(live) if f.kind is FrameKind.REGION} == {name}
+    assert {f.label() for f in frames(traced) if f.kind is FrameKind.REGION} == {name}
+    assert {f.location() for f in frames(live) if f.kind is FrameKind.REGION} == {f"compiled_mlp.py:{compile_line}"}
+    assert {f.location() for f in frames(traced) if f.kind is FrameKind.REGION} == {""}
+    # the live view says where
+    assert f"{name} @ compiled_mlp.py:{compile_line}" in _ks(workdir, "view", "mlp.ksprof", "--full-names")
+    # diff matches the region (and the model it runs in) between the two, whichever is the base
+    for base, new in (("mlp.ksprof", "trace.json"), ("trace.json", "mlp.ksprof")):
+        doc = json.loads(_ks(workdir, "diff", base, new, "--by", "tree", "--json"))
+        regions = [row for row in doc["rows"] if row["key"].endswith(name)]
+        assert len(regions) == 1, [row["key"] for row in regions]
+        assert regions[0]["base"] > 0 and regions[0]["new"] > 0, regions
+        assert regions[0]["key"].endswith(f"MLP (MLP) > {name}"), regions
 
 
 # --- transformers GPT-2 from a config --------------------------------------------------------------------

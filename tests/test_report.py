@@ -13,7 +13,7 @@ import pytest
 
 from conftest import build
 from kernelscope.cli.main import main
-from kernelscope.model import Frame, Profile
+from kernelscope.model import Frame, FrameKind, Profile
 from kernelscope.render.report import render_report, write_report
 from kernelscope.render.report.html import data_element, script_json
 from kernelscope.render.report.payload import build_payload
@@ -60,6 +60,13 @@ def test_payload_is_the_profile_columns_and_groups() -> None:
     assert keyed == {"aten::addmm", "aten::add & co"}
     assert data["header"]["command"] == "python train.py"
     assert data["header"]["time_meaning"].startswith("time_ns is accelerator kernel time")
+
+
+def test_a_compiled_region_shows_its_torch_compile_line() -> None:
+    region = Frame(FrameKind.REGION, "MLP.forward", file="train.py", line=17, cls="torch.compile")
+    p = build([([Frame.python("train.py", 22, "main"), region, Frame.op("aten::addmm")], {"time_ns": 5.0})])
+    labels = build_payload(p, sources=False)["frames"]["label"]
+    assert "<torch.compile(MLP.forward)> @ train.py:17" in labels
 
 
 def test_hostile_names_cannot_close_the_data_element() -> None:

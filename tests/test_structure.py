@@ -4,12 +4,17 @@ trees out."""
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 from conftest import build
+from kernelscope.analysis.metrics import parse_metrics
 from kernelscope.analysis.tree import TreeOptions, tree_view
 from kernelscope.attribute.structure import user_structure
 from kernelscope.model import Frame, Profile
+from kernelscope.render.console import make_console
+from kernelscope.render.json_view import tree_json
+from kernelscope.render.tree_text import render_tree
 
 M = Frame.module_
 PY = Frame.python
@@ -50,7 +55,7 @@ def test_compiled_module_wrapper_folds_and_region_is_named_after_the_torch_compi
         "<root>", {}, [
             ("train.py:22 main", {"time_ns": 5.0}, [  # the wrapper's time goes to the line that called it
                 ("MLP (MLP)", {"count": 3.0}, [
-                    ("<torch.compile(MLP.forward) @ train.py:17>", {"count": 2.0}, [
+                    ("<torch.compile(MLP.forward)>", {"count": 2.0}, [
                         # (the region's calls: the graph runs the module once per call)
                         ("layers.0 (Linear)", {"count": 2.0}, [("aten::addmm", {"time_ns": 7.0, "count": 3.0}, [])]),
                     ]),
@@ -58,6 +63,26 @@ def test_compiled_module_wrapper_folds_and_region_is_named_after_the_torch_compi
             ]),
         ],
     )  # fmt: skip
+    # the torch.compile line is the region's location, not part of its name: the view shows it after the name,
+    # --json gives it as the region's file and line
+    out = user_structure(p)
+    (named,) = [f for f in out.frames if f.kind.value == "region"]
+    assert (named.file, named.line, named.location()) == ("train.py", 17, "train.py:17")
+    text = io.StringIO()
+    render_tree(make_console(text, width=100), tree_view(out), parse_metrics(None, set(out.metrics), ["count"]))
+    assert "<torch.compile(MLP.forward)> @ train.py:17" in text.getvalue()
+    doc = tree_json(tree_view(out), ["count"])
+    (region,) = [d for d in _walk(doc["root"]) if d["kind"] == "region"]
+    assert (region["name"], region["class"], region["file"], region["line"]) == (
+        "MLP.forward",
+        "torch.compile",
+        "train.py",
+        17,
+    )
+
+
+def _walk(node: dict[str, Any]) -> list[dict[str, Any]]:
+    return [node, *(d for c in node["children"] for d in _walk(c))]
 
 
 def test_ddp_wrapper_and_its_scope_fold_and_paths_lose_module() -> None:

@@ -1,6 +1,7 @@
 """Compiled regions in the user's terms (used by ``structure``): a ``Torch-Compiled Region: F/C`` frame named
-after what the program passed to ``torch.compile`` and the line it did so (``metadata["compile"]``, recorded
-by collect/compile/sites.py), or on an imported trace after the module and function inside it; which compiled
+after what the program passed to ``torch.compile``, located at the line it did so (``metadata["compile"]``,
+recorded by collect/compile/sites.py), or on an imported trace named after the module and function inside it
+(the same name: ``MLP.forward``; no location); which compiled
 frames ran no graph; and the calls of the modules inside compiled code. Pure."""
 
 from __future__ import annotations

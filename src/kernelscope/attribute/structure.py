@@ -10,9 +10,10 @@ or renamed:
   ``_orig_mod.layers.0`` or ``module.layers.0``). What the wrapper itself runs (DDP's broadcast, guards)
   goes to the line that called it.
 - **Compiled regions** are named after what the user compiled: a ``Torch-Compiled Region`` becomes
-  ``torch.compile(MLP.forward)``, with the line of the program's ``torch.compile(...)`` when the run
-  recorded it (``metadata["compile"]["callables"]``; an imported trace has no record of it: the name only,
-  from the module and the first Python frame inside the region); Dynamo's
+  ``torch.compile(MLP.forward)``, the same name in a live run and an imported trace (the module and the first
+  Python frame inside the region). The line of the program's ``torch.compile(...)`` is the region's location
+  (``file``/``line``, not part of its label) when the run recorded it (``metadata["compile"]["callables"]``;
+  an imported trace has no record of it); Dynamo's
   frame/compile id stays in ``ids`` (recompilations stay apart) but is not shown. The runtime wrappers
   inside it (``CompiledFunction``, ``CompiledFunctionBackward``, ``## Call CompiledFxGraph ##``) are folded,
   and so are regions of frames the run recorded Dynamo compiling to no graph at all (a hook it traced).

@@ -161,4 +161,6 @@ def _merged_metadata(metas: Sequence[Mapping[str, Any]], ranks: Sequence[int]) -
     }
     if world is not None:
         merged["world_size"] = world
+    if metas and all(meta.get("python_lines") == "def" for meta in metas):
+        merged["python_lines"] = "def"  # (every rank's Python frames name functions: diff compares by function)
     return merged

@@ -42,7 +42,9 @@ class Frame:
     region, op or kernel name; for a ``part`` it is the original op.
     ``file``/``line`` locate python frames and parts; ``cls`` is a module's
     class; ``module`` is the module path a ``part`` came from;
-    ``device``/``stream`` place a kernel; ``ids`` identify a region's instance (a torch.compile
+    ``device``/``stream`` place a kernel; a compiled region's ``file``/``line`` are its ``torch.compile``
+    line (its location: not in its label, which is the same in a live run and an imported trace);
+    ``ids`` identify a region's instance (a torch.compile
     region's frame/compile id ``0/1``, a compiled graph's cache key), so that nobody parses names.
     A ``native`` frame (sampled native code, collect/native) has the symbol as ``name``, the shared library's
     file name as ``file`` and its layer (collect/native/layers.py) as ``cls``.
@@ -117,13 +119,25 @@ class Frame:
         if k is FrameKind.SCOPE:
             return f"[{self.name}]"
         if k is FrameKind.REGION and self.cls:  # a region named after what the user compiled (attribute.structure)
-            where = f" @ {self.file}:{self.line}" if self.file else ""
-            return f"<{self.cls}({self.name}){where}>" if self.name else f"<{self.cls}{where}>"
+            # (its torch.compile line is its location, not part of its name: an imported trace has none)
+            return f"<{self.cls}({self.name})>" if self.name else f"<{self.cls}>"
         if k is FrameKind.NATIVE:
             return f"{self.name} ({self.file})" if self.file else self.name
         if k is FrameKind.REGION:
             return f"<{self.name}: {self.ids}>" if self.ids else f"<{self.name}>"
         return self.name
+
+    def location(self) -> str:
+        """Where a region came from, shown next to its label: a compiled region's ``torch.compile`` line
+        (``train.py:17``) when the run recorded it, else "". Python frames and parts carry theirs in the label."""
+        if self.kind is FrameKind.REGION and self.file:
+            return f"{self.file}:{self.line}" if self.line else self.file
+        return ""
+
+    def located_label(self) -> str:
+        """``label()`` followed by ``location()``: ``<torch.compile(MLP.forward)> @ train.py:17``."""
+        where = self.location()
+        return f"{self.label()} @ {where}" if where else self.label()
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind.value}

@@ -167,6 +167,9 @@ def render_tree(
         # notes in their full and compact forms: "[3 hidden: moca, torch]" / "[3 hidden]",
         # "(+4 more: 0.42 ms)" / "(+4)"
         notes: list[tuple[str, ...]] = []
+        if where := frame.location():  # a compiled region's torch.compile line: where it is, not its name
+            base = where.rsplit("/", 1)[-1]
+            notes.append((f" @ {where}", f" @ {base}", "") if base != where else (f" @ {where}", ""))
         if node in tv.collapsed:
             hid = [p.frame_of(k) for k in tv.collapsed[node]]
             notes.append(collapsed_notes(hid))

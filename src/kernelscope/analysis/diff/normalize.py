@@ -95,6 +95,10 @@ def key_of(frame: Frame, cwd: str | None = None) -> Key:
         return Key(k, frame.name, normal_file(frame.file, cwd))
     if k is FrameKind.KERNEL:
         return Key(k, normal_kernel(frame.name), device=normal_device(frame.device))
+    if k is FrameKind.REGION and frame.cls:
+        # a compiled region by its name, not its torch.compile line: a live run knows the line, an imported
+        # trace does not, and both ran the same compiled code
+        return Key(k, frame.label())
     if k in (FrameKind.SCOPE, FrameKind.REGION):
         return Key(k, _DIGITS.sub("#", frame.name))
     if k is FrameKind.PART:

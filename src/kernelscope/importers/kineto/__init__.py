@@ -106,6 +106,12 @@ def _load(path: str, reader: _Batches, tables: EventTables, warnings: Counter[st
     metadata = _metadata(path, reader.header, tables, warnings, reader.bytes_read, fmt)
     if graphs:
         metadata["cuda_graphs"] = graphs
+    # its Python frames name functions, not the lines that ran (diff compares them by function); a trace kernelscope
+    # exported says which it holds
+    other = reader.header.get("otherData")
+    said = other.get("python_lines") if isinstance(other, dict) and other.get("exporter") == "kernelscope" else None
+    if (decoder.def_lines and said is None) or said == "def":
+        metadata["python_lines"] = "def"
     return build_profile(tables, metadata, warnings)
 
 

@@ -31,6 +31,8 @@ class ChromeDecoder:
         self._stacks: dict[str, int] = {}  # `Call stack` text -> stack label (-1: no user frame in it)
         self.graphs = GraphReplays()
         self._roles: dict[int, int] = {}  # runtime call name -> _LAUNCH, _GRAPH, _BEGIN, _END or 0
+        # python_function events seen: they name a function by its def line, not the line that ran (FIELD-NOTES)
+        self.def_lines = False
 
     def _role(self, label: int) -> int:
         hit = self._roles.get(label)
@@ -102,6 +104,7 @@ class ChromeDecoder:
             if frame is None:
                 return Kind.SKIP, -1
             kind = Kind.MODULE if name.startswith("nn.Module: ") else Kind.PYTHON
+            self.def_lines = self.def_lines or kind is Kind.PYTHON
             return kind, t.frame(frame)
         if base in (Kind.SCOPE, Kind.OP):
             return t.host_label(base, name)

@@ -195,7 +195,12 @@ def dump(profile: Profile, fh: TextIO) -> None:
     # (its host work is aggregated): it is laid out as calls
     on_host = tl is not None and not bool(np.isin(tl.category, [int(c) for c in _DEVICE_SIDE]).all())
     events = timeline_events(profile, tl) if tl is not None and on_host else layout_events(profile)
-    fh.write('{"displayTimeUnit":"ns","otherData":{"exporter":"kernelscope"},"traceEvents":[\n')
+    # (python_lines: its Python frames' lines are what they were in the profile: def lines of an import, else the
+    # lines that ran; the importer reads it back)
+    lines = "def" if profile.metadata.get("python_lines") == "def" else "ran"
+    fh.write(
+        f'{{"displayTimeUnit":"ns","otherData":{{"exporter":"kernelscope","python_lines":"{lines}"}},"traceEvents":[\n'
+    )
     batch: list[str] = []
     sep = ""
     for event in events:

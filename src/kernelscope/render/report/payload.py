@@ -65,7 +65,7 @@ def _frames(profile: Profile) -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = {"kind": [], "label": [], "file": [], "line": [], "kinds": kinds}
     for f in profile.frames:
         out["kind"].append(kind_index[f.kind])
-        out["label"].append(f.label())
+        out["label"].append(f.located_label())  # (a compiled region: with its torch.compile line)
         out["file"].append(f.file)
         out["line"].append(f.line)
     return out
