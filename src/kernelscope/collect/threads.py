@@ -139,7 +139,8 @@ class ThreadWatch:
         (``memory_asked``: ``--memory all``); otherwise the program's threads win and the window records
         no allocations."""
         mode = every_thread()
-        if not mode.enabled or (memory and (memory_asked or not self.seen)):
+        threads = bool(self.seen) or self.started_in_window  # (a window turned over as one starts: it is coming)
+        if not mode.enabled or (memory and (memory_asked or not threads)):
             self._opened(every=False)
             return None, memory
         self._opened(every=True)
