@@ -63,20 +63,21 @@ def test_a_thread_the_program_starts_is_known_by_its_function() -> None:
     assert where.line_number == load_batches.__code__.co_firstlineno
 
 
-def test_every_thread_windows_and_allocations_do_not_mix() -> None:
-    """Where the mode is on: a window that samples allocations records this thread only until the program has
-    a thread of its own; then the threads win (torch records no allocations in every-thread mode), unless every
-    window was asked to record them."""
+def test_every_thread_windows_once_the_program_has_a_thread() -> None:
+    """Where the mode is on: windows record every thread once the program has a thread of its own, and then
+    sample no allocations (torch records none in every-thread mode), unless every window was asked to record
+    them. A program without a thread records as on a torch without the mode."""
     watch = every.ThreadWatch()
     mode = every.every_thread()
-    config, memory = watch.window(memory=True, memory_asked=False)
-    assert (config, memory) == (None, True)
+    assert watch.window(memory=True, memory_asked=False) == (None, True)
+    assert watch.window(memory=False, memory_asked=False) == (None, False)
     watch.seen[1] = "loader"
     config, memory = watch.window(memory=True, memory_asked=False)
     assert (config is not None, memory) == ((True, False) if mode.enabled else (False, True))
-    config, memory = watch.window(memory=True, memory_asked=True)
-    assert (config, memory) == (None, True)
-    assert watch.this_thread_windows == (2 if mode.enabled else 3)
+    config, memory = watch.window(memory=False, memory_asked=False)
+    assert (config is not None, memory) == (mode.enabled, False)
+    assert watch.window(memory=True, memory_asked=True) == (None, True)
+    assert watch.this_thread_windows == (3 if mode.enabled else 5)
 
 
 def test_torch_records_no_allocations_in_every_thread_mode() -> None:

@@ -105,6 +105,7 @@ class ThreadWatch:
     def install(self, on_start: Callable[[], None]) -> None:
         """Hook ``threading.Thread.start``: ``on_start`` runs (on the starting thread) before a program thread
         starts, while it does not exist yet."""
+        self.look()  # (threads the program started before the session)
         original = self._saved = threading.Thread.start
         watch = self
 
@@ -133,14 +134,14 @@ class ThreadWatch:
             self._saved = None
 
     def window(self, memory: bool, memory_asked: bool) -> tuple[Any | None, bool]:
-        """(``experimental_config``, record allocations?) for the window about to open. torch records no
-        allocations in every-thread mode: a window that samples them (``memory``) records this thread only
-        until the program has a thread of its own, or throughout when every window was asked to record them
-        (``memory_asked``: ``--memory all``); otherwise the program's threads win and the window records
-        no allocations."""
+        """(``experimental_config``, record allocations?) for the window about to open. Every thread is recorded
+        once the program has a thread of its own (seen alive, or started while the session ran): a program
+        without one records as on a torch without the mode. torch records no allocations in every-thread mode:
+        the program's threads win over a sampled window's allocations (``memory``), not over allocations asked
+        for in every window (``memory_asked``: ``--memory all``)."""
         mode = every_thread()
         threads = bool(self.seen) or self.started_in_window  # (a window turned over as one starts: it is coming)
-        if not mode.enabled or (memory and (memory_asked or not threads)):
+        if not mode.enabled or not threads or (memory and memory_asked):
             self._opened(every=False)
             return None, memory
         self._opened(every=True)
