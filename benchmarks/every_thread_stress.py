@@ -27,8 +27,9 @@ HERE = Path(__file__).resolve()
 
 
 def worker(stop: threading.Event, ready: threading.Barrier, seed: int) -> None:
-    """A worker in the style of an inference or data-preparation thread: a small model and tensor work, in
-    a loop, with a ``record_function`` range around each batch (a RecordFunction that spans many ops)."""
+    """A worker in the style of an inference thread (even ``seed``: ``no_grad``, a ``record_function`` range
+    around each batch, a RecordFunction that spans many ops) or of a trainer on its own thread (odd: forward,
+    backward, optimizer step)."""
     import torch
     from torch import nn
 
@@ -36,12 +37,19 @@ def worker(stop: threading.Event, ready: threading.Barrier, seed: int) -> None:
     model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 16))
     x = torch.randn(16, 64)
     ready.wait()
-    with torch.no_grad():
-        while not stop.is_set():
-            with torch.autograd.profiler.record_function("batch"):
-                y = model(x)
-                z = (y @ y.T).softmax(-1)
-                x = (x + z.sum() * 1e-6).clamp(-3, 3)
+    if seed % 2 == 0:
+        with torch.no_grad():
+            while not stop.is_set():
+                with torch.autograd.profiler.record_function("batch"):
+                    y = model(x)
+                    z = (y @ y.T).softmax(-1)
+                    x = (x + z.sum() * 1e-6).clamp(-3, 3)
+        return
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    while not stop.is_set():
+        opt.zero_grad()
+        model(x).square().mean().backward()
+        opt.step()
 
 
 def one(out: Path, windows: int, threads: int, fold_seconds: float, forced: bool) -> None:
