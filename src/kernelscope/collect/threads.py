@@ -8,13 +8,15 @@ of windows while the program's threads run ops, which that mode does not survive
 ``benchmarks/every_thread_stress.py`` runs worker threads in ops through hundreds of window changes of the real
 session, and ``EVERY_THREAD_SINCE`` is the first version that ran it clean (the counts are written next to it).
 
-Two limits of the mode, observed on 2.13 and 2.15 (``tests/test_every_thread.py``):
+The session uses the mode once the program has a thread of its own (``ThreadWatch``: the threads it starts,
+``threading.Thread.start`` hooked for the session, and the ones alive at a window's end); a program without one
+records as before. Two limits of the mode, observed on 2.13 and 2.15 (``tests/test_every_thread.py``):
 
-- it records no allocation events (the allocator looks for the profiler's state on its own thread only): a
-  window that samples memory records this thread only, as before;
+- it records no allocation events (the allocator looks for the profiler's state on its own thread only): once
+  the program has a thread, sampled allocations stop (``--memory all`` keeps them, and this thread only);
 - a thread started while a window is open is not traced by the Python tracer until the next window opens:
-  its ops in that window have no Python caller (the fold places them under the thread's function,
-  ``thread_roots``).
+  its ops in that window have no Python caller, and the fold places them under the thread's function
+  (``ThreadWatch.where``). A window that records this thread only is turned over as the thread starts.
 """
 
 from __future__ import annotations
@@ -101,6 +103,7 @@ class ThreadWatch:
     _missed_now: bool = False
     _rf_threads: dict[int, Where | None] = field(default_factory=dict)  # torch's thread id -> function
     _saved: Any = None
+    _hook: Any = None
 
     def install(self, on_start: Callable[[], None]) -> None:
         """Hook ``threading.Thread.start``: ``on_start`` runs (on the starting thread) before a program thread
@@ -127,11 +130,12 @@ class ThreadWatch:
                     watch.functions[thread.native_id] = where
 
         threading.Thread.start = start  # type: ignore[method-assign,assignment]
+        self._hook = start
 
     def remove(self) -> None:
-        if self._saved is not None:
+        if self._saved is not None and threading.Thread.start is self._hook:  # (never undo what came after)
             threading.Thread.start = self._saved  # type: ignore[method-assign]
-            self._saved = None
+        self._saved = self._hook = None
 
     def window(self, memory: bool, memory_asked: bool) -> tuple[Any | None, bool]:
         """(``experimental_config``, record allocations?) for the window about to open. Every thread is recorded
@@ -219,6 +223,7 @@ def _has_every_thread_mode() -> bool:
     return True
 
 
+@cache
 def _torch_version() -> tuple[int, int]:
     import torch
 
