@@ -69,7 +69,7 @@ class EveryThread:
             )
         return (
             f"{len(threads)} other Python thread(s) of the program ran while recording ({names}): their torch work is "
-            f"not in this profile ({self.why_not}; run that work on the main thread while profiling to see it)"
+            f"not in this profile, because {self.why_not}; run that work on the main thread while profiling to see it"
         )
 
 
@@ -207,7 +207,7 @@ def _decide(version: tuple[int, int], has_mode: bool) -> EveryThread:
         return EveryThread(
             False,
             f"torch {_v(version)} can crash when its every-thread recording stops while another thread runs ops "
-            f"(safe from torch {_v(EVERY_THREAD_SINCE)})",
+            f"(torch {_v(EVERY_THREAD_SINCE)} and later record them)",
         )
     return EveryThread(True)
 
