@@ -7,8 +7,9 @@ thread's real kernelscope session (``kernelscope.start``, ``--max-overhead 0``, 
 
 ``--mode forced`` records every thread whatever the installed torch (the gate in collect/threads.py set
 aside: the measurement behind it); ``auto`` is what kernelscope does on this torch. Prints one JSON line per run
-and a summary line: runs, clean, crashed (by signal), failed, window changes in all. Exit code 0 only when
-every run was clean. ``--one OUT.json`` runs one session in this process (what each subprocess does).
+and a summary line: runs, clean, crashed (by signal), failed (an exit code, a timeout, or a session that
+stopped recording: its profile's warning is printed), window changes in all. Exit code 0 only when every run
+was clean. ``--one OUT.json`` runs one session in this process (what each subprocess does).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve()
+STALL_SECONDS = 60.0
 
 
 def worker(stop: threading.Event, ready: threading.Barrier, seed: int) -> None:
@@ -72,9 +74,14 @@ def one(out: Path, windows: int, threads: int, fold_seconds: float, forced: bool
     x = torch.randn(8, 32)
     t0 = time.perf_counter()
     session = kernelscope.start(max_overhead=0, fold_seconds=fold_seconds, memory="off")
+    last, changed = session.windows, time.perf_counter()
     try:
-        while session.windows < windows:
-            model(x).relu().sum()  # module calls: the session's checkpoints, where windows turn over
+        # module calls: the session's checkpoints, where windows turn over; a session that stops changing
+        # windows (kernelscope stopped recording after an error) ends the run after STALL_SECONDS
+        while session.windows < windows and time.perf_counter() - changed < STALL_SECONDS:
+            model(x).relu().sum()
+            if session.windows != last:
+                last, changed = session.windows, time.perf_counter()
     finally:
         stop.set()
         for t in pool:
@@ -93,6 +100,8 @@ def one(out: Path, windows: int, threads: int, fold_seconds: float, forced: bool
         "windows": session.windows,
         "seconds": round(seconds, 2),
         "worker_ops": worker_ops,
+        # what the profile says went wrong: an internal error that stopped recording, a window torch lost
+        "errors": [w for w in profile.metadata.get("warnings", []) if "internal error" in w or "left out" in w],
     }
     out.write_text(json.dumps(result))
 
@@ -123,7 +132,8 @@ def main() -> int:
             code, tail = None, "timed out"
         if code == 0 and out.exists():
             result = json.loads(out.read_text())
-            counts["clean"] += 1
+            clean = result["windows"] >= a.windows and not result["errors"]
+            counts["clean" if clean else "failed"] += 1
             counts["window_changes"] += result["windows"]
             print(json.dumps(result), flush=True)
         elif code is not None and code < 0:
