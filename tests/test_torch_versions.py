@@ -79,8 +79,11 @@ def observed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bool]:
     addmm = op_calls(tmp / "t.ksprof", "aten::addmm")
     assert addmm >= 10
     recorded_threads = addmm >= 60
+    thread_notes = Counter(line for line in kernelscope_lines(threads.stderr) if "other Python thread(s)" in line)
+    assert all(n == 1 for n in thread_notes.values()), thread_notes
     return {
         "threads": recorded_threads,
+        "thread_note": bool(thread_notes),
         "provenance": compile_doc.get("provenance") is True,
         "graph_breaks": bool(compile_doc.get("graph_breaks")),
         "recompiles": bool(compile_doc.get("recompiles")),
@@ -102,3 +105,5 @@ def test_docs_table_states_what_this_torch_gives(observed: dict[str, bool]) -> N
 def test_what_a_version_lacks_is_said(observed: dict[str, bool]) -> None:
     if not (observed["provenance"] and observed["graph_breaks"] and observed["recompiles"]):
         assert observed["notes"], "a compile hook was left off without a word"
+    # the program's own thread: recorded (nothing to say), or not recorded and said once, with torch's reason
+    assert observed["thread_note"] != observed["threads"], observed

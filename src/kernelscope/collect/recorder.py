@@ -17,6 +17,7 @@ from ._process import _quiet_fd
 from .continued import Chain, OpenFrames
 from .safepoint import StackSafety, in_backward
 from .sampling import Sampling
+from .threads import ThreadWatch
 from .torch_compat import stop_profiler
 from .torch_fold import WindowFolder
 
@@ -64,6 +65,8 @@ class Recorder:
         self.compile_spans: list[tuple[int, int]] = []
         self.triton: Any = None
         self.warnings: list[str] = []
+        self.threads = ThreadWatch()  # the program's own threads (threads.py)
+        self.folder.threads = self.threads
         self._ran_on = OpenFrames()  # frames running on from one window into the next (one call each)
         self._chain: Chain = ()
         self._start = 0.0
@@ -98,6 +101,10 @@ class Recorder:
         self.sampling.opening(time.perf_counter())
         self._chain = self._ran_on.at_open()
         self._frozen = _freeze()  # before the profiler is made: its cycles are the window's garbage
+        # every thread where torch can (threads.py; it records no allocations then)
+        threads, self.sampling.window_memory = self.threads.window(
+            self.sampling.window_memory, self.sampling.memory == "all"
+        )
         with _quiet_fd(2):
             prof = profile(
                 use_kineto=True,
@@ -105,6 +112,7 @@ class Recorder:
                 record_shapes=self.sampling.window_shapes,
                 profile_memory=self.sampling.window_memory,
                 with_stack=True,  # module paths: modules.py (with_modules: TorchScript only, deprecated in 2.15)
+                experimental_config=threads,
             )
             prof._kernelscope_own = True  # type: ignore[attr-defined]  # not the program's own profiler (foreign.py)
             prof.__enter__()  # type: ignore[no-untyped-call]
@@ -143,6 +151,7 @@ class Recorder:
         if lost is not None and lost not in self.warnings:
             self.warnings.append(lost)
         self._ran_on.at_close()
+        self.threads.look()
         self.safety.stopped(compile_entry=compile_entry)
         t0 = time.perf_counter()
         ops0 = self._op_seconds()
@@ -203,6 +212,7 @@ class Recorder:
             self._uncollected = 0
 
     def clear(self) -> None:
+        self.threads.remove()
         if self._frozen:
             gc.unfreeze()
             self._frozen = False

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..attribute.costs import FLOP_RULES, op_bytes, op_flops
@@ -33,6 +33,7 @@ from ..attribute.tables import EventTables
 from ..attribute.userframes import display_path, is_user_file
 from ..model import Frame
 from .continued import Chain, continued_events
+from .threads import Where
 
 # c10::ScalarType codes as torch's profiler records a dtype argument
 SCALAR_TYPES = {
@@ -109,9 +110,12 @@ class TorchEvents:
         cuda: bool,
         compiling: tuple[tuple[int, int], ...] = (),
         continued: Chain = (),
+        thread_functions: Mapping[int, Any] | None = None,
     ) -> int:
         """Write one window's event tree; returns the number of events read. ``continued``: the stack when
-        the window opened, with the frames that ran on from the last window (their rows count no call)."""
+        the window opened, with the frames that ran on from the last window (their rows count no call).
+        ``thread_functions``: torch's thread id -> the function of a thread whose ops have no Python caller
+        in this window (collect/threads.py): its ops are placed under it, as an op called from a function."""
         t = self.tables
         host = t.host.data.extend
         thread_of = t.thread
@@ -126,7 +130,10 @@ class TorchEvents:
         ran_on = continued_events(roots, continued, lambda ev: tags.get(ev.tag) or self._tag(ev))
         # (event, label of the innermost row on its path, the parent PyCall's fields, inside backward,
         #  end of the innermost row on its path)
-        stack: list[tuple[Any, int, Any, int, int]] = [(r, _NONE, None, 0, _FAR) for r in reversed(roots)]
+        fns = thread_functions or {}
+        stack: list[tuple[Any, int, Any, int, int]] = [
+            (r, _NONE, fns.get(r.start_tid) if fns else None, 0, _FAR) for r in reversed(roots)
+        ]
         events = 0
         threads: dict[int, int] = {}
         # per calling frame (its PyCall's fields): the line of its latest run and the callees that run called
@@ -263,8 +270,8 @@ class TorchEvents:
                     fl = self._python(site.file_name, site.line_number, site.function_name)
                 except UnicodeDecodeError:
                     fl = _NONE
-                if fl >= 0 and fl != last:
-                    host((th, start, dur, PYTHON, fl, -1, -1, -1, -1, 0, -1))
+                if fl >= 0 and fl != last:  # (a thread's function, for a thread not traced yet: no call counted)
+                    host((th, start, dur, PYTHON, fl, -1, -1, -1, -1, -1 if type(user_fn) is Where else 0, -1))
             kind, label = self._op(name)
             if name.startswith(BACKWARD_PREFIX):
                 bw = 1

@@ -19,6 +19,7 @@ from ..attribute.tables import EventTables
 from ..model import Frame, FrameKind, Profile, ProfileBuilder
 from ..model.timeline import Category
 from .continued import Chain
+from .threads import ThreadWatch
 from .torch_events import TorchEvents, casts_by_line
 from .torch_meta import is_device_event
 
@@ -53,6 +54,7 @@ class WindowFolder:
         self._collectives: set[int] = set()  # labels of collective ops seen so far
         self._frames_seen = 0
         self.native: Any = None  # native.NativeSampling, with run --native: each window's op intervals go to it
+        self.threads: ThreadWatch | None = None  # the program's threads (the recorder's), for ops with no caller
 
     @property
     def builder(self) -> ProfileBuilder:
@@ -82,7 +84,10 @@ class WindowFolder:
         roots = results.experimental_event_tree()
         conv = self.events
         conv.regions = 0
-        events = conv.add(roots, shapes=shapes, cuda=cuda, compiling=compiling, continued=continued)
+        fns = self.threads.where(results, roots) if self.threads is not None else None  # (collect/threads.py)
+        events = conv.add(
+            roots, shapes=shapes, cuda=cuda, compiling=compiling, continued=continued, thread_functions=fns
+        )
         if compile_capture is not None and conv.regions:
             try:
                 compile_capture.observe_events(roots)

@@ -156,6 +156,7 @@ class Session:
         self.step_source.install()
         self.foreign.install()
         self.imports.install()
+        self.recorder.threads.install(self._checkpoint)  # a thread the program starts: a checkpoint (threads.py)
         self._watch_compiles()  # only if Dynamo is loaded: importing it is costly
         self._lazy_compile.install()
         from .torch_lines import Counter, LineMode, OperatorLines
@@ -388,6 +389,7 @@ class Session:
             age >= self.options.fold_seconds
             or (not self.accounts.measured and not self.budget.off and age >= PROBE_SECONDS)
             or self.sampling.due(age)
+            or r.threads.due()
             or (self.calls is not None and self.calls.calls - self._window_calls >= self.options.fold_calls)
         )
         return Snapshot(
@@ -529,7 +531,9 @@ class Session:
             self._lazy_compile.remove()
             if self._compile_watch is not None:
                 self._compile_watch.remove()
-            self.warnings.extend(session_notes(self.plan.skip_first, self.log.steps, r.windows, r.events, self._armed))
+            self.warnings.extend(
+                session_notes(self.plan.skip_first, self.log.steps, r.windows, r.events, self._armed, threads=r.threads)
+            )
         metadata = session_metadata(self)
         if r.compile is not None:
             metadata["compile"] = r.compile.diagnostics()
