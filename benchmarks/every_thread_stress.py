@@ -61,8 +61,9 @@ def one(out: Path, windows: int, threads: int, fold_seconds: float, forced: bool
     import kernelscope
     from kernelscope.collect import threads as every
 
-    if forced:
-        every.EVERY_THREAD_SINCE = (0, 0)  # the mode wherever torch has it (the measurement behind the gate)
+    if forced:  # the mode wherever torch has it, and no stop for the tracer (the measurements behind the gates)
+        every.EVERY_THREAD_SINCE = (0, 0)
+        every.TRACER_WITH_THREADS_SINCE = (0, 0)
     mode = every.every_thread()
     stop = threading.Event()
     ready = threading.Barrier(threads + 1)
@@ -80,6 +81,8 @@ def one(out: Path, windows: int, threads: int, fold_seconds: float, forced: bool
         # windows (kernelscope stopped recording after an error) ends the run after STALL_SECONDS
         while session.windows < windows and time.perf_counter() - changed < STALL_SECONDS:
             model(x).relu().sum()
+            if not session.recorder.open and session.recorder.threads.unsafe():
+                break  # recording stopped for the program's threads on this torch (threads.py): by design
             if session.windows != last:
                 last, changed = session.windows, time.perf_counter()
     finally:
@@ -102,6 +105,7 @@ def one(out: Path, windows: int, threads: int, fold_seconds: float, forced: bool
         "worker_ops": worker_ops,
         # what the profile says went wrong: an internal error that stopped recording, a window torch lost
         "errors": [w for w in profile.metadata.get("warnings", []) if "internal error" in w or "left out" in w],
+        "stopped_for_threads": any("Python tracer can crash" in w for w in profile.metadata.get("warnings", [])),
     }
     out.write_text(json.dumps(result))
 
@@ -132,7 +136,8 @@ def main() -> int:
             code, tail = None, "timed out"
         if code == 0 and out.exists():
             result = json.loads(out.read_text())
-            clean = result["windows"] >= a.windows and not result["errors"]
+            done = result["windows"] >= a.windows or result.get("stopped_for_threads", False)
+            clean = done and not result["errors"]
             counts["clean" if clean else "failed"] += 1
             counts["window_changes"] += result["windows"]
             print(json.dumps(result), flush=True)

@@ -126,11 +126,17 @@ def test_worker_threads_in_ops_survive_hundreds_of_window_changes(tmp_path: Path
     session changes windows every 5 ms; each run a subprocess (a crash fails it)."""
     *runs, summary = _stress(tmp_path, runs=2, windows=200)
     enabled = every.every_thread().enabled
+    if every.tracer_with_threads() is not None:
+        # a torch whose Python tracer may crash the program under its threads: recording stops once the program
+        # has one (the workers here start before the session: nothing is recorded), and the program is safe
+        assert summary["clean"] == 2 and summary["crashed"] == 0, runs
+        assert all(run["stopped_for_threads"] and run["worker_ops"] == 0 for run in runs), runs
+        return
     if not enabled and summary["clean"] < 2:
         # recording the main thread only, torch's Python tracer (it hooks every thread's Python calls) with the
-        # program's threads in Python and ops loses windows it cannot replay (2.5), hands back corrupt event names
-        # (2.13: kernelscope stops recording) or crashes (2.5); none without the threads (benchmarks/README.md,
-        # "Every-thread recording under stress"). A known gap where threads are not recorded, not fixed: listed
+        # program's threads in Python and ops hands back corrupt event names on 2.13 (kernelscope stops recording
+        # with a warning; the program goes on); none without the threads (benchmarks/README.md, "Every-thread
+        # recording under stress"). A known gap where threads are not recorded, not fixed: listed
         pytest.xfail(f"{TRACER_WITH_THREADS}: {runs}")
     assert summary["clean"] == 2 and summary["window_changes"] >= 400, runs
     for run in runs:

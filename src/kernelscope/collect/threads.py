@@ -38,6 +38,14 @@ from ..attribute.userframes import is_program_file
 # 7 with SIGSEGV, 1 with torch's "Invalid access on AppendOnlyList" internal assert, 1 stopped changing windows;
 # torch 2.15.0 ran 40 of 40 cleanly (8000 window changes). The first version that ran it clean:
 EVERY_THREAD_SINCE = (2, 15)
+# Recording this thread only, torch's Python tracer (``with_stack``) still hooks every thread's Python calls.
+# The same stress with the gate in place (this thread recorded): torch 2.5.1 ended 3 of 17 runs cleanly, 3 with
+# SIGSEGV, 11 with windows it could not replay ("Python replay stack is empty"); torch 2.13.0 ended 9 of 11
+# cleanly, 2 with a corrupt event name (a data race in the tracer: kernelscope stopped recording there, the
+# program went on, but nothing bounds what else the race may do); none of it without the program's threads.
+# Versions not measured between them are treated alike. Where the tracer may crash the program, nothing is
+# recorded while a thread of the program's own runs (the program's result comes first); 2.15 records them.
+TRACER_WITH_THREADS_SINCE = EVERY_THREAD_SINCE
 
 
 @dataclass(frozen=True)
@@ -102,6 +110,8 @@ class ThreadWatch:
     this_thread_windows: int = 0  # windows that recorded this thread only (allocations sampled: ``window``)
     missed_windows: int = 0  # of those, the ones in which a thread of the program ran (where torch has the mode)
     started_in_window: bool = False  # the program started a thread while a this-thread window was open
+    starting: bool = False  # the program is starting a thread of its own (the hook runs before it exists)
+    live: list[threading.Thread] = field(default_factory=list)  # the program's threads that may still run
     _this_thread_open: bool = False
     _missed_now: bool = False
     _rf_threads: dict[int, Where | None] = field(default_factory=dict)  # torch's thread id -> function
@@ -121,13 +131,18 @@ class ThreadWatch:
             ours = where is not None
             if ours:
                 watch.started_in_window = watch.started_in_window or watch._this_thread_open
+                watch.starting = True
                 if threading.current_thread() is threading.main_thread():  # (windows turn over there only)
                     on_start()
             if ours and watch._this_thread_open and not watch._missed_now and every_thread().enabled:
                 watch.missed_windows += 1  # (the window could not turn over here: the thread runs unrecorded)
                 watch._missed_now = True
-            original(thread)
+            try:
+                original(thread)
+            finally:
+                watch.starting = False
             if where is not None:
+                watch.live.append(thread)
                 watch.seen.setdefault(thread.ident or 0, thread.name)
                 if thread.native_id is not None:
                     watch.functions[thread.native_id] = where
@@ -164,6 +179,16 @@ class ThreadWatch:
                 self.missed_windows += 1
                 self._missed_now = True
 
+    def unsafe(self) -> str | None:
+        """Why recording must stop now: a thread of the program's own runs (or is starting) and this torch's
+        Python tracer may crash the program then (``TRACER_WITH_THREADS_SINCE``); None when recording may go
+        on (the program's threads ended: recording resumes)."""
+        why = tracer_with_threads()
+        if why is None:
+            return None
+        self.live = [t for t in self.live if t.is_alive()]
+        return why if self.starting or self.live else None
+
     def due(self) -> bool:
         """Should the open window turn over (it records this thread only and the program started a thread)?"""
         return self._this_thread_open and self.started_in_window and every_thread().enabled
@@ -171,6 +196,8 @@ class ThreadWatch:
     def look(self) -> None:
         for t in program_threads():
             self.seen.setdefault(t.ident or 0, t.name)
+            if t not in self.live:
+                self.live.append(t)
 
     def names(self) -> list[str]:
         return list(self.seen.values())
@@ -196,6 +223,19 @@ class ThreadWatch:
                     if not unknown:
                         break
         return {tid: w for tid in orphans if (w := self._rf_threads.get(tid)) is not None}
+
+
+@cache
+def tracer_with_threads() -> str | None:
+    """Why this torch's Python tracer must not run while the program has threads of its own (None: it may)."""
+    version = _torch_version()
+    if version >= TRACER_WITH_THREADS_SINCE:
+        return None
+    return (
+        f"torch {_v(version)}'s Python tracer can crash a program whose own threads run while it records, so "
+        f"nothing was recorded while the program's threads ran (torch {_v(TRACER_WITH_THREADS_SINCE)} and later "
+        "record on)"
+    )
 
 
 def every_thread() -> EveryThread:

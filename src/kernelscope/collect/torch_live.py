@@ -381,6 +381,8 @@ class Session:
             if self.foreign.active
             else "importing a module"
             if self.imports.busy
+            else self._threads_unsafe()
+            if self.recorder.threads.live or self.recorder.threads.starting
             else None
         )
         r = self.recorder
@@ -406,6 +408,14 @@ class Session:
             rate=self.accounts.wall_rate,
             sampled=self.accounts.holds > 0,
         )
+
+    def _threads_unsafe(self) -> str | None:
+        """A thread of the program's own runs: on a torch whose tracer may then crash the program, nothing is
+        recorded until its threads have ended, said once (threads.py)."""
+        why = self.recorder.threads.unsafe()
+        if why is not None and why not in self.warnings:
+            self.warnings.append(why)
+        return why
 
     def _checkpoint(self) -> None:
         """A point between ops (module call, torch call, step, optimizer step): ask the policy, act. An error of
