@@ -73,8 +73,11 @@ def dask_client(scheduler: str | None, workers: int, memory_limit: str) -> Itera
         with client:
             yield client
         return
-    # a task whose worker died is not retried on another worker: the file is reported and skipped
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+    # a task whose worker died is not retried on another worker: the file is reported and skipped; and a worker
+    # holds no task beyond the one it runs (worker-saturation 1.0: by default it takes one more, queued, which
+    # then failed with the file that killed the worker)
+    config = {"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.worker-saturation": 1.0}
+    with dask.config.set(config):
         cluster = LocalCluster(  # type: ignore[no-untyped-call]
             n_workers=workers,
             threads_per_worker=1,
