@@ -26,7 +26,6 @@ class HostReads:
     def __init__(self) -> None:
         self.by_line: dict[tuple[str, int, str], list[int]] = {}  # -> [reads, ns]
         self.note = ""  # why nothing was recorded, when that is so
-        self._user: dict[str, bool] = {}
         self._undo: Callable[[], None] | None = None
 
     def install(self, jax: Any) -> None:
@@ -66,15 +65,9 @@ class HostReads:
             self._undo()
             self._undo = None
 
-    def _is_user(self, file: str) -> bool:
-        hit = self._user.get(file)
-        if hit is None:
-            hit = self._user[file] = is_user_file(file)
-        return hit
-
     def record(self, ns: int) -> None:
         f = sys._getframe(1)  # the wrapper (kernelscope's), then JAX's callers, then the program
-        while f is not None and not self._is_user(f.f_code.co_filename):
+        while f is not None and not is_user_file(f.f_code.co_filename):  # (cached: attribute/userframes.py)
             f = f.f_back  # type: ignore[assignment]
         if f is None:
             return  # a read by library code outside any user frame

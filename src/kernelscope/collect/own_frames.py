@@ -16,8 +16,13 @@ from types import FrameType
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
+def is_own_file(file: str) -> bool:
+    """Is this (absolute) file kernelscope's own?"""
+    return file.startswith(_PACKAGE)
+
+
 def is_own(frame: FrameType) -> bool:
-    return frame.f_code.co_filename.startswith(_PACKAGE)
+    return is_own_file(frame.f_code.co_filename)
 
 
 def program_frame() -> FrameType | None:
@@ -28,4 +33,4 @@ def program_frame() -> FrameType | None:
     return frame
 
 
-__all__ = ["is_own", "program_frame"]
+__all__ = ["is_own", "is_own_file", "program_frame"]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...attribute.userframes import display_path, is_user_file
+from ..own_frames import is_own_file
 from .provenance import GraphRecord, original_function, parse_stack
 from .sites import CompiledCallable
 
@@ -294,11 +295,8 @@ def _count_breaks(breaks: Sequence[GraphBreak]) -> list[dict[str, Any]]:
     return list(counted.values())
 
 
-_OWN = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
 def _is_own(file: str | None) -> bool:
-    return bool(file) and os.path.abspath(str(file)).startswith(_OWN + os.sep)
+    return bool(file) and is_own_file(os.path.abspath(str(file)))
 
 
 def _frames(compiles: Sequence[dict[str, Any]], breaks: Sequence[GraphBreak]) -> list[dict[str, Any]]:
