@@ -25,7 +25,7 @@ _LIMIT = 1 << 62  # ns; anything larger is not a timestamp
 _AUTOGRAD_KINDS = np.array([Kind.OP, Kind.REGION], dtype=np.int64)  # what a `Fwd thread id` marks as backward
 
 
-def _ns(value: Any) -> int | None:
+def us_to_ns(value: Any) -> int | None:
     """Kineto µs (int or fractional) -> int ns; None when it is not a usable number."""
     t = type(value)
     if t is float:
@@ -38,7 +38,7 @@ def _ns(value: Any) -> int | None:
     return None
 
 
-def _int(value: Any) -> int | None:
+def bounded_int(value: Any) -> int | None:
     if type(value) is int and -_LIMIT < value < _LIMIT:
         return value
     return None

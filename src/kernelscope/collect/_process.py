@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator
 
 
-def _git_commit() -> str | None:
+def git_commit() -> str | None:
     import subprocess
 
     try:
@@ -23,7 +23,7 @@ def _git_commit() -> str | None:
 
 
 @contextlib.contextmanager
-def _sigint_deferred() -> Iterator[None]:
+def sigint_deferred() -> Iterator[None]:
     """Hold a Ctrl-C until the block is done, then raise it (main thread only; elsewhere a no-op)."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -38,7 +38,7 @@ def _sigint_deferred() -> Iterator[None]:
         raise KeyboardInterrupt
 
 
-class _quiet_fd:
+class quiet_fd:
     """Silence a file descriptor (torch 2.13 prints USDT lines on profiler start/stop)."""
 
     def __init__(self, fd: int) -> None:

@@ -31,7 +31,7 @@ from ..model.io import to_bytes
 from ..model.profile import prune_empty
 
 if TYPE_CHECKING:
-    from .torch_live import Session
+    from .live_metadata import LiveRun
 
 ENDED_ABRUPTLY = "ended_abruptly"
 
@@ -104,7 +104,7 @@ class Checkpoint:
         self.failed: str | None = None  # why the last write failed (the final save reports its own)
         self._run: dict[str, Any] | None = None  # the run's fixed metadata, computed at the first write
 
-    def folded(self, session: Session) -> float:
+    def folded(self, session: LiveRun) -> float:
         """After a window is folded: write a checkpoint when due. Returns the seconds spent."""
         now = self.clock()
         if not due(self.policy, self.spent, now, session.fold_time):
@@ -144,7 +144,7 @@ class Checkpoint:
                     os.unlink(tmp)
 
 
-def _snapshot(session: Session, run: dict[str, Any]) -> Profile:
+def _snapshot(session: LiveRun, run: dict[str, Any]) -> Profile:
     """The profile so far, without stopping anything (the builder is copied, not consumed)."""
     from .live_metadata import session_metadata
 
@@ -166,7 +166,7 @@ def _umask() -> int:
     return mask
 
 
-def _wall_start(session: Session) -> float:
+def _wall_start(session: LiveRun) -> float:
     value = getattr(session, "start_time", 0.0)
     with contextlib.suppress(TypeError, ValueError):
         return float(value)

@@ -5,13 +5,51 @@ from __future__ import annotations
 import os
 import platform
 import socket
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ._process import _git_commit
+from ._process import git_commit
 from .torch_meta import torch_devices
 
 if TYPE_CHECKING:
-    from .torch_live import Session
+    from .accounts import Accounts, StepLog
+    from .plan import Plan
+    from .policy import Decision
+    from .recorder import Recorder
+    from .steps import StepDetector
+
+
+class LiveRun(Protocol):
+    """What the metadata and the checkpoints read of a live session (``torch_live.Session`` is one)."""
+
+    argv: list[str]
+    start_time: float
+    plan: Plan
+    log: StepLog
+    accounts: Accounts
+    recorder: Recorder
+    step_source: StepDetector
+    imported: list[str]
+    deferred: int
+    compile_pauses: int
+    last_decision: Decision
+
+    @property
+    def record_from(self) -> str: ...
+
+    @property
+    def recorded_steps(self) -> int: ...
+
+    @property
+    def steps(self) -> int: ...
+
+    @property
+    def windows(self) -> int: ...
+
+    @property
+    def fold_time(self) -> float: ...
+
+    @property
+    def builder(self) -> Any: ...
 
 
 def run_metadata() -> dict[str, Any]:
@@ -31,11 +69,11 @@ def run_metadata() -> dict[str, Any]:
         "devices": torch_devices(),
         "rank": int(os.environ.get("RANK", "0")),
         "world_size": int(os.environ.get("WORLD_SIZE", "1")),
-        "git_commit": _git_commit(),
+        "git_commit": git_commit(),
     }
 
 
-def session_metadata(s: Session, run: dict[str, Any] | None = None) -> dict[str, Any]:
+def session_metadata(s: LiveRun, run: dict[str, Any] | None = None) -> dict[str, Any]:
     """The profile's metadata; ``run``: ``run_metadata()`` computed earlier in this run (else now)."""
     r = s.recorder
     return {
@@ -62,7 +100,7 @@ def session_metadata(s: Session, run: dict[str, Any] | None = None) -> dict[str,
     }
 
 
-def _coverage(s: Session) -> dict[str, Any]:
+def _coverage(s: LiveRun) -> dict[str, Any]:
     cov = s.accounts.coverage(s.log)
     cov["step_source"] = s.step_source.source
     if s.accounts.import_seconds:

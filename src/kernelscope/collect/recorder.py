@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._process import _quiet_fd
+from ._process import quiet_fd
 from .continued import Chain, OpenFrames
 from .safepoint import StackSafety, in_backward
 from .sampling import Sampling
@@ -105,7 +105,7 @@ class Recorder:
         threads, self.sampling.window_memory = self.threads.window(
             self.sampling.window_memory, self.sampling.memory == "all"
         )
-        with _quiet_fd(2):
+        with quiet_fd(2):
             prof = profile(
                 use_kineto=True,
                 use_device="cuda" if self.cuda else None,
@@ -142,7 +142,7 @@ class Recorder:
         start = time.perf_counter()
         window = start - self._start
         cpu = time.process_time() - self._cpu
-        with _quiet_fd(2):
+        with quiet_fd(2):
             lost = stop_profiler(prof)  # (torch 2.5 may fail to post-process a window: torch_compat.py)
         if lost is None:
             self.recorded_seconds += window

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..attribute.userframes import is_program_file
 from ..model import Profile
 from ..model.profile import prune_empty
-from ._process import _sigint_deferred
+from ._process import sigint_deferred
 from .accounts import Accounts, StepLog
 from .checkpoint import Checkpoint
 from .foreign import ForeignProfiler
@@ -188,7 +188,7 @@ class Session:
         """The program is about to use torch.compile (lazy_compile.py): hook Dynamo and Inductor in, with
         no window open (their imports would be recorded)."""
         if self.recorder.open:
-            with _sigint_deferred():
+            with sigint_deferred():
                 self._close(pause=True)
             self._reopen_soon()
         busy, self._busy = self._busy, True  # its imports run torch code: no window opens for them
@@ -220,7 +220,7 @@ class Session:
     def deactivate(self) -> None:
         """API: pause recording. Stopping is always safe."""
         self._paused = True
-        with _sigint_deferred():  # a Ctrl-C mid-fold would lose the window's events
+        with sigint_deferred():  # a Ctrl-C mid-fold would lose the window's events
             self._close()
 
     def step(self) -> None:
@@ -304,7 +304,7 @@ class Session:
         if self._import_since is None:
             self._import_since = time.perf_counter()  # up to the end of the imports
         if self.recorder.open and not self._busy:
-            with _sigint_deferred():
+            with sigint_deferred():
                 self._close(pause=True)
             if not self.recorder.open:
                 self._reopen_soon()
@@ -312,7 +312,7 @@ class Session:
     def _foreign_starting(self) -> None:
         """The program starts its own torch.profiler (foreign.py): step aside."""
         if self.recorder.open:
-            with _sigint_deferred():
+            with sigint_deferred():
                 self._close()
         if self.recorder.open:  # inside backward(): it cannot stop there; the program's start will fail
             self.warnings.append("the program started torch.profiler inside backward() while kernelscope recorded")
@@ -324,7 +324,7 @@ class Session:
             return
         self._busy = True
         try:
-            with _sigint_deferred():
+            with sigint_deferred():
                 self.modules.resolve()
                 with self.accounts.spending():
                     self.recorder.fold_foreign(prof)
@@ -356,7 +356,7 @@ class Session:
         self._compile_entry_at = time.perf_counter()
         if self.recorder.open:
             self.compile_pauses += 1
-            with _sigint_deferred():
+            with sigint_deferred():
                 self._close(compile_entry=True, pause=True)
             self._reopen_soon()
 
@@ -448,7 +448,7 @@ class Session:
         if d.action is Action.OPEN:
             self._change(close=False)
         elif d.action is Action.CLOSE:
-            with _sigint_deferred():
+            with sigint_deferred():
                 self._close()
         elif d.action is Action.TURN_OVER:
             self._change(close=True)
@@ -466,7 +466,7 @@ class Session:
             return
         self._busy = True
         try:
-            with _sigint_deferred():
+            with sigint_deferred():
                 if close and not self._close(turnover=True):
                     return
                 self._open()
@@ -522,7 +522,7 @@ class Session:
         if not self._finalized:
             self._finalized = True
             self.log.end(r.open)
-            with _sigint_deferred():
+            with sigint_deferred():
                 self._close()
             self.accounts.end()
             if self.lines is not None:

@@ -30,7 +30,7 @@ import msgspec
 
 from ..attribute.engine import build_profile
 from ..attribute.records import Kind
-from ..attribute.tables import EventTables, _ns
+from ..attribute.tables import EventTables, us_to_ns
 from ..errors import BadInputError
 from ..model import Frame, Profile
 from ..trust.limits import read_file_capped
@@ -191,7 +191,7 @@ def _records(tables: EventTables, events: list[_Event], contexts: dict[str, tupl
     w = tables.warnings
     stacks: dict[str, int] = {}
     for e in events:
-        start, dur = _ns(e.ts), _ns(e.dur)
+        start, dur = us_to_ns(e.ts), us_to_ns(e.dur)
         if start is None or dur is None or not isinstance(e.name, str):
             w["events with a missing or invalid ts/dur"] += 1
             continue

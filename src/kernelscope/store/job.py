@@ -109,10 +109,10 @@ def run_tasks(client: Any, paths: Sequence[str], staging: str, task: Task = impo
 
 
 def worker_peaks(client: Any) -> dict[str, int]:
-    from .work import _peak_kb
+    from .work import peak_kb
 
     try:
-        return {str(k): int(v) for k, v in client.run(_peak_kb).items()}
+        return {str(k): int(v) for k, v in client.run(peak_kb).items()}
     except Exception:  # a cluster that will not run functions on its workers: no memory numbers
         return {}
 

@@ -49,7 +49,7 @@ def import_rank(index: int, path: str, staging: str) -> RankOutcome:
     try:
         profile = import_file(path)
     except KernelscopeError as exc:
-        return RankOutcome(index, path, error=str(exc), peak_rss_kb=_peak_kb())
+        return RankOutcome(index, path, error=str(exc), peak_rss_kb=peak_kb())
     except Exception as exc:  # an importer bug must not take the job down; it is reported by name
         return RankOutcome(index, path, error=f"{path}: import failed ({type(exc).__name__}: {exc})")
     folder = os.path.join(staging, str(index))
@@ -58,13 +58,13 @@ def import_rank(index: int, path: str, staging: str) -> RankOutcome:
         pq.write_table(table, os.path.join(folder, f"{name}.parquet"), compression="zstd")
     save(profile, os.path.join(folder, PROFILE))
     meta = dict(profile.metadata)
-    return RankOutcome(index, path, meta, None, job_signature(meta), folder, _peak_kb())
+    return RankOutcome(index, path, meta, None, job_signature(meta), folder, peak_kb())
 
 
 PROFILE = "profile.ksprof"  # the rank's profile in its staging folder
 
 
-def _peak_kb() -> int:
+def peak_kb() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 

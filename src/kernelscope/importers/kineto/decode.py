@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from ...attribute.records import Kind, host_kind, is_comm_kernel
-from ...attribute.tables import EventTables, _int, _ns
+from ...attribute.tables import EventTables, bounded_int, us_to_ns
 from ...model import Frame
 from .events import CATEGORIES, RawEvent
 from .flops import FLOP_RULES, NO_TRAFFIC, op_bytes, op_flops
@@ -158,7 +158,7 @@ class ChromeDecoder:
                     start = int(ts * 1000.0 + 0.5)
                     dur = int(du * 1000.0 + (0.5 if du >= 0 else -0.5))
                 else:
-                    start_, dur_ = _ns(ts), _ns(du)
+                    start_, dur_ = us_to_ns(ts), us_to_ns(du)
                     if start_ is None or dur_ is None:
                         w["events with a missing or invalid ts/dur"] += 1
                         continue
@@ -168,13 +168,13 @@ class ChromeDecoder:
                     dur = 0
                 args = ev.args
                 if kind >= Kind.KERNEL:  # device event
-                    corr = _int(args.correlation) if args is not None else None
-                    dev = _int(args.device) if args is not None else None
-                    stream = _int(args.stream) if args is not None else None
+                    corr = bounded_int(args.correlation) if args is not None else None
+                    dev = bounded_int(args.device) if args is not None else None
+                    stream = bounded_int(args.stream) if args is not None else None
                     if dev is None:
-                        dev = _int(ev.pid)
+                        dev = bounded_int(ev.pid)
                     if stream is None:
-                        stream = _int(ev.tid)
+                        stream = bounded_int(ev.tid)
                     if dev is None or stream is None or not (0 <= dev < 1 << 31):
                         w["device events without device/stream ids"] += 1
                         dev = 0 if dev is None or not (0 <= dev < 1 << 31) else dev
@@ -185,7 +185,7 @@ class ChromeDecoder:
                     if (kind is Kind.KERNEL or kind is Kind.COMM) and args is not None and args.collective is not None:
                         kind = Kind.COMM
                         if corr >= 0:  # what the collective recorded, for matching it across ranks
-                            cseq, pg = _int(args.comm_seq), args.pg_name
+                            cseq, pg = bounded_int(args.comm_seq), args.pg_name
                             t.collectives[corr] = (
                                 str(args.collective),
                                 "" if pg is None else str(pg),
@@ -208,21 +208,21 @@ class ChromeDecoder:
                 ext = corr = seq = fwd = nbytes = -1
                 value = 0
                 if args is not None:
-                    ext = _int(args.external_id) or -1
+                    ext = bounded_int(args.external_id) or -1
                     if (kind is Kind.PYTHON or kind is Kind.MODULE) and args.calls == 0:
                         value = -1  # (kernelscope's export of a frame with no call of its own)
                     if kind is Kind.RUNTIME or kind is Kind.SYNC:
-                        c = _int(args.correlation)
+                        c = bounded_int(args.correlation)
                         corr = -1 if c is None else c
                         role = self._role(label)
                         if role:
                             self._graph_call(role, thread, start, dur, corr, label)
                     elif kind is Kind.OP or kind is Kind.REGION:
                         # (compiled regions too: `CompiledFunction` is the forward of `CompiledFunctionBackward`)
-                        s = _int(args.seq)
+                        s = bounded_int(args.seq)
                         if s is not None and s >= 0:
                             seq = s
-                            f = _int(args.fwd_tid)
+                            f = bounded_int(args.fwd_tid)
                             fwd = 0 if f is None else f
                     if kind is Kind.OP:
                         op = t.frames[label].name
@@ -257,7 +257,7 @@ class ChromeDecoder:
                     continue
                 if not 0 < nbytes < _LIMIT:
                     continue
-                start_ = _ns(ev.ts)
+                start_ = us_to_ns(ev.ts)
                 if start_ is None:
                     w["events with a missing or invalid ts/dur"] += 1
                     continue
