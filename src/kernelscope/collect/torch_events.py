@@ -69,6 +69,8 @@ class TorchEvents:
         self._user: dict[str, bool] = {}
         self._ops: dict[str, tuple[Kind, int]] = {}
         self._tags: dict[Any, str] = {}
+        self._kinds: dict[type, str] = {}  # torch's extra-fields type -> the event's tag
+        self._user_scope = _user_scope_value()
         self.casts: dict[tuple[int, int], tuple[str, str]] = {}  # (thread, start) -> (from, to), this window
         self.cast_label = tables.frame(Frame.op(CAST_OP))
         self.regions = 0  # compiled regions met (compiled code ran in this window)
@@ -82,6 +84,13 @@ class TorchEvents:
         if name is None:
             name = self._tags[tag] = tag.name
         return name
+
+    def _kind(self, ev: Any, ex: Any) -> str:
+        """The tag of an event whose field type is not known yet (torch's field types are remembered)."""
+        tag = self._tags.get(ev.tag) or self._tag(ev)
+        if type(ex).__module__.startswith("torch"):  # (test doubles share one type across tags)
+            self._kinds[type(ex)] = tag
+        return tag
 
     def _python(self, file: str, line: int, function: str) -> int:
         key = (file, line, function)
@@ -139,12 +148,18 @@ class TorchEvents:
         # per calling frame (its PyCall's fields): the line of its latest run and the callees that run called
         runs: dict[int, tuple[int, set[Any]]] = {}
         ran_on_fns: set[int] = set()  # calling frames that ran on from the last window: their runs go on too
+        kinds = self._kinds
+        user_scope = self._user_scope
         while stack:
             ev, last, user_fn, bw, bound = stack.pop()
             events += 1
-            tag = tags.get(ev.tag) or self._tag(ev)
+            try:  # (one read of torch's fields tells the event's tag too: its type is one per tag)
+                ex = ev.extra_fields
+                tag = kinds.get(type(ex)) or self._kind(ev, ex)
+            except TypeError:  # a field type torch's bindings cannot hand over
+                ex, tag = None, tags.get(ev.tag) or self._tag(ev)
             if tag == "Allocation":  # a leaf
-                size = ev.extra_fields.alloc_size
+                size = ex.alloc_size
                 if size > 0:
                     th = threads.get(ev.start_tid)
                     if th is None:
@@ -153,7 +168,6 @@ class TorchEvents:
                 continue
             children = ev.children
             if tag == "PyCall" or tag == "PyCCall":
-                ex = ev.extra_fields
                 caller = ex.caller
                 label = _NONE
                 try:
@@ -230,7 +244,6 @@ class TorchEvents:
                 continue
             if tag != "TorchOp":
                 continue  # Kineto/backend records: device work comes from the flat event list
-            ex = ev.extra_fields
             try:
                 name: str = ev.name
             except UnicodeDecodeError:  # seen with torch.compile on 2.13: a corrupt name
@@ -255,7 +268,9 @@ class TorchEvents:
                 # a range opened inside the call that opened it (`with record_function(...)` at a user
                 # line: torch's tree has it as a leaf of that call): it starts where the call's row ends
                 start, dur = bound, end - bound
-            if ex.scope.name == "USER_SCOPE":
+            scope = ex.scope  # (by value: reading an enum's name from torch's bindings costs twice as much)
+            value = getattr(scope, "value", None)
+            if (value == user_scope) if value is not None else (scope.name == "USER_SCOPE"):
                 # record_function / a C++ user scope: a scope, as Kineto's `user_annotation` (nests by time)
                 kind, label = t.host_label(SCOPE, name)
                 host((th, start, dur, kind, label, -1, -1, -1, -1, 0, -1))
@@ -379,6 +394,16 @@ def _line_run(
     run = (label, {callee})
     runs[caller] = ran_on[where] = run
     return 0
+
+
+def _user_scope_value() -> int:
+    """RecordScope.USER_SCOPE's value (``record_function``'s ranges)."""
+    try:
+        import torch
+
+        return int(torch._C._profiler.RecordScope.USER_SCOPE.value)
+    except (ImportError, AttributeError):  # (a test double without torch)
+        return -2
 
 
 def _runs_torch(ev: Any) -> bool:
