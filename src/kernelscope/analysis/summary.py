@@ -133,9 +133,11 @@ def coverage_note(md: dict[str, Any]) -> str | None:
         left.append(f"{_secs(importing)} s importing modules ({what})")
     unrecorded = f" ({' and '.join(left)}, not recorded)" if left else ""
     named = f"; {_parts(parts)}" if parts and (sampled or _asked(md)) else ""
+    behind = float(cov.get("background_fold_cpu_seconds") or 0.0)
+    beside = f" (and {_secs(behind)} s of CPU folding beside the program)" if behind >= 0.05 else ""
     return (
         f"recorded {_secs(rec)} of {_secs(program)} s{share}{unrecorded}{named}: {why}; "
-        f"kernelscope's own cost {_secs(cost)} s"
+        f"kernelscope's own cost {_secs(cost)} s{beside}"
     )
 
 

@@ -85,6 +85,13 @@ class RunCommand:
             help="native samples a second (default: %(default)s)",
         )
         parser.add_argument(
+            "--fold",
+            choices=("background", "inline"),
+            default="background",
+            help="fold each recorded window in a forked child while the program runs on (default; Linux), or "
+            "in the program's process",
+        )
+        parser.add_argument(
             "--no-compile-provenance", action="store_true", help="do not capture torch.compile provenance"
         )
         parser.add_argument(
@@ -220,6 +227,7 @@ def _run_torch(args: argparse.Namespace, output: str) -> tuple[Any, Any, str, st
         compile_capture=not args.no_compile_provenance,
         native=args.native,
         native_rate=args.native_rate,
+        fold=args.fold,
         steps=args.steps,
         duration=args.duration,
         schedule=args.schedule,

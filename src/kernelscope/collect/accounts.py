@@ -66,13 +66,20 @@ class StepLog:
         else:
             self._gap = True
 
-    def lost(self) -> None:
+    @property
+    def window_from(self) -> int:
+        """The step running when the last window opened."""
+        return self._window_from
+
+    def lost(self, window_from: int | None = None) -> None:
         """The window that just closed was lost (torch could not post-process it): the steps that ended in it
-        are recorded in part at most, and so is the one running on."""
-        gone = [s for s in self.whole if s >= self._window_from]
-        self.whole = [s for s in self.whole if s < self._window_from]
+        are recorded in part at most, and so is the one running on. ``window_from``: the step running when the
+        lost window opened, for a window known lost only later (a fold in the background that failed)."""
+        first = self._window_from if window_from is None else window_from
+        gone = [s for s in self.whole if s >= first]
+        self.whole = [s for s in self.whole if s < first]
         self.partial += len(gone)
-        if self._window_from == 0 and self.before_first == "whole":
+        if first == 0 and self.before_first == "whole":
             self.before_first = "part"
         self._gap = True
 

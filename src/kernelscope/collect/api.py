@@ -46,6 +46,7 @@ def start(
     record_from: str = "start",
     fold_seconds: float = FOLD_SECONDS_DEFAULT,
     fold_calls: int = FOLD_CALLS_DEFAULT,
+    fold: str = "background",
     argv: list[str] | None = None,
 ) -> Session:
     """Begin a profile (``options``: a ready ``LiveOptions``, else built from the keywords).
@@ -57,7 +58,8 @@ def start(
     ``record_from``: "start" (now) or "first-call" (the first torch call from the program's own
     files or the first ``nn.Module`` call: imports and set-up stay out).
     ``fold_seconds``/``fold_calls``: events are folded into the tree (and dropped) after this long
-    or this many torch calls, so memory stays flat however long the run.
+    or this many torch calls, so memory stays flat however long the run. ``fold``: "background" (a stopped
+    window is folded in a forked child while the program runs on, on Linux) or "inline".
 
     ``shapes``: "sample" (default) records input shapes for the first second of profiled time and
     extrapolates FLOPs/bytes per context after that; "all" records them throughout (slower,
@@ -92,6 +94,7 @@ def start(
                 record_from=record_from,
                 fold_seconds=fold_seconds,
                 fold_calls=fold_calls,
+                fold=fold,
                 compile_capture=compile_capture,
                 native=native,
                 native_rate=native_rate,

@@ -94,6 +94,7 @@ def session_metadata(s: LiveRun, run: dict[str, Any] | None = None) -> dict[str,
             "paused_for_compiling": s.compile_pauses,
             "last_decision": s.last_decision.reason,
             "own_ns": [list(g) for g in r.own_ns],  # kernelscope holding the program (collect/recorder.py)
+            "fold": r.background.metadata() if r.background is not None else "inline",
         },
         "coverage": _coverage(s),
         "device_run": r.device_run,
@@ -105,6 +106,9 @@ def _coverage(s: LiveRun) -> dict[str, Any]:
     cov["step_source"] = s.step_source.source
     if s.accounts.import_seconds:
         cov["imported"] = list(s.imported)
+    behind = s.recorder.background
+    if behind is not None and behind.windows:  # folding beside the program: a core's time, not the program's
+        cov["background_fold_cpu_seconds"] = behind.cpu
     missed = []
     if s.recorder.lost_windows:
         cov["lost_windows"] = s.recorder.lost_windows

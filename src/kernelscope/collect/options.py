@@ -12,6 +12,7 @@ from .policy import GRACE_SECONDS_DEFAULT, MAX_OVERHEAD_DEFAULT, Budget
 SHAPE_MODES = ("sample", "all", "off")
 MEMORY_MODES = ("sample", "all", "off")
 RECORD_FROM = ("start", "first-call")
+FOLD_MODES = ("background", "inline")
 # Fold as the run goes: a window is folded and a new one opened after this long or this many torch calls.
 FOLD_SECONDS_DEFAULT = 1.0
 FOLD_CALLS_DEFAULT = 200_000
@@ -25,7 +26,8 @@ class LiveOptions:
     everything; None: 0.1, or 0 when the plan says which steps to record). ``grace_seconds``: the cost always
     allowed, so a short run is recorded whole. ``record_from``: "start" or "first-call" (the program's first
     op or module call). ``fold_seconds``/``fold_calls``: a window is folded after this long or this many torch
-    calls."""
+    calls. ``fold``: "background" (a stopped window folds in a forked child while the program runs on,
+    where the platform allows) or "inline"."""
 
     plan: Plan = field(default_factory=Plan)
     shapes: str = "sample"
@@ -39,12 +41,14 @@ class LiveOptions:
     compile_capture: bool = True
     native: bool = False  # sample native stacks from outside (collect/native) at ``native_rate`` a second
     native_rate: int = 20
+    fold: str = "background"  # "background": a window folds in a forked child (collect/background.py)
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
             ("shapes", self.shapes, SHAPE_MODES),
             ("memory", self.memory, MEMORY_MODES),
             ("record_from", self.record_from, RECORD_FROM),
+            ("fold", self.fold, FOLD_MODES),
         ):
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._process import quiet_fd
+from .background import BackgroundFold, Folded, adopt_state, folder_state
 from .continued import Chain, OpenFrames
 from .safepoint import StackSafety, in_backward
 from .sampling import Sampling
@@ -25,6 +26,8 @@ from .torch_fold import WindowFolder
 # last collection, when the collection must scan the whole process (see Recorder._collect).
 GC_EVENTS = 200_000
 
+# A window that ran less CPU time than this folds in the program's process: forking costs more than its fold.
+BACKGROUND_MIN_CPU = 0.05
 MAX_PAUSES = 40_000  # own pauses kept in the metadata (two a window, a window a second: five and a half hours)
 
 
@@ -37,6 +40,7 @@ class Closed:
     events: int
     op_seconds: float  # op time folded from it
     lost: bool = False  # torch could not stop or post-process it: nothing of it is in the profile
+    pending: bool = False  # folding in the background: ``Recorder.on_folded`` gets the figures once it is in
 
 
 class Recorder:
@@ -46,6 +50,7 @@ class Recorder:
         safety: StackSafety,
         module_path: Callable[[int], tuple[str, str] | None],
         scope_metrics: Mapping[str, deque[dict[str, float]]],
+        background: bool = True,
     ) -> None:
         self.sampling = sampling
         self.safety = safety
@@ -73,10 +78,31 @@ class Recorder:
         self._cpu = 0.0
         self._uncollected = 0
         self._frozen = False  # the objects older than the open window are frozen (see _collect)
+        # windows folded in a forked child while the program runs on (background.py)
+        self.background = BackgroundFold() if background else None
+        self.on_folded: Callable[[Closed], None] | None = None  # a window folded in the background is in
 
     @property
     def builder(self) -> Any:
+        """The tree so far: a window folding in the background is waited for."""
+        if self.background is not None:
+            self.background.settle()
         return self.folder.builder
+
+    @property
+    def folding(self) -> bool:
+        """Is a window folding in the background?"""
+        return self.background is not None and self.background.busy
+
+    def settle(self) -> None:
+        """Wait for a window folding in the background and take it in."""
+        if self.background is not None:
+            self.background.settle()
+
+    def poll(self) -> None:
+        """Take in a window the background has finished folding, if any (never waits)."""
+        if self.background is not None and self.background.busy:
+            self.background.poll()
 
     @property
     def open(self) -> bool:
@@ -135,8 +161,11 @@ class Recorder:
         """Inside backward() the profiler cannot be stopped (safepoint.py): it stops after."""
         return self.prof is not None and (finalizing or not in_backward())
 
-    def stop(self, compile_entry: bool = False) -> Closed:
-        """Stop and fold the open window (``can_stop`` first)."""
+    def stop(self, compile_entry: bool = False, inline: bool = False) -> Closed:
+        """Stop the open window (``can_stop`` first) and fold it, in the background where it can be (then the
+        figures come through ``on_folded``); ``inline``: here and now (the last window)."""
+        if self.background is not None:
+            self.background.settle()  # (the last window first: the folder's state goes window by window)
         prof, self.prof = self.prof, None
         begun_ns = time.time_ns()
         start = time.perf_counter()
@@ -153,12 +182,19 @@ class Recorder:
         self._ran_on.at_close()
         self.threads.look()
         self.safety.stopped(compile_entry=compile_entry)
+        snapshots = self.sampling.closed(self.recorded_seconds, time.perf_counter())
         t0 = time.perf_counter()
-        ops0 = self._op_seconds()
         events = 0
-        if lost is None:
+        ops = 0.0
+        pending = False
+        if lost is None and not inline and self._can_fold_behind(cpu):
+            pending = self._fold_behind(prof.kineto_results, Closed(window, cpu, 0, 0.0), snapshots)
+        if lost is None and not pending:
+            ops0 = self._op_seconds()
             events = self._fold(prof.kineto_results, shapes=self.sampling.window_shapes, continued=self._chain)
-        ops = self._op_seconds() - ops0
+            ops = self._op_seconds() - ops0
+        if not pending:
+            self.sampling.folded(self.folder.builder, snapshots)
         # the profiler object sits in reference cycles with its results: break what we can and collect the
         # rest here, not in a later timed step (without the collection peak memory grows with the run)
         prof.kineto_results = None
@@ -167,12 +203,70 @@ class Recorder:
         self.fold_time += folded - t0
         self._uncollected += events
         self._collect()
-        self.sampling.closed(self.builder, self.recorded_seconds, time.perf_counter())
         self._paused(begun_ns)
-        return Closed(window, cpu, events, ops, lost=lost is not None)
+        return Closed(window, cpu, events, ops, lost=lost is not None, pending=pending)
+
+    def _can_fold_behind(self, cpu: float) -> bool:
+        """May this window fold in a child? Not a short one (forking costs more than folding it), nor where
+        the fold reads or writes what only this process holds: torch.compile's capture, native sampling, the
+        program's threads."""
+        b = self.background
+        return (
+            b is not None
+            and cpu >= BACKGROUND_MIN_CPU
+            and b.usable()
+            and self.compile is None
+            and self.folder.native is None
+            and not self.threads.functions
+        )
+
+    def _fold_behind(self, results: Any, closed: Closed, snapshots: tuple[bool, bool]) -> bool:
+        shapes, chain = self.sampling.window_shapes, self._chain
+        self.compile_spans.clear()
+
+        def fold() -> Folded:  # (in the child)
+            queues = self.folder.scope_metrics
+            sizes = {name: len(q) for name, q in queues.items()}
+            notes = len(self.warnings)
+            events = self._fold(results, shapes=shapes, continued=chain)
+            state, converter = folder_state(self.folder)
+            popped = {name: n - len(queues.get(name, ())) for name, n in sizes.items()}
+            return Folded(events, state, converter, {k: n for k, n in popped.items() if n}, self.warnings[notes:])
+
+        def adopt(folded: Folded | None, why: str | None) -> None:  # (here, once the child is done)
+            self._adopt(folded, why, closed, snapshots)
+
+        assert self.background is not None
+        return self.background.fork(fold, adopt)
+
+    def _adopt(self, folded: Folded | None, why: str | None, closed: Closed, snapshots: tuple[bool, bool]) -> None:
+        if folded is None or folded.folder is None or folded.converter is None:
+            self.lost_windows += 1
+            self.recorded_seconds -= closed.window
+            note = f"a recorded window is lost: {why}; later windows fold in the program's process"
+            if note not in self.warnings:
+                self.warnings.append(note)
+            final = Closed(closed.window, closed.cpu, 0, 0.0, lost=True)
+        else:
+            ops0 = self._op_seconds()
+            adopt_state(self.folder, folded.folder, folded.converter)
+            for name, n in (folded.popped or {}).items():
+                queue = self.folder.scope_metrics.get(name)
+                for _ in range(min(n, len(queue) if queue is not None else 0)):
+                    queue.popleft()  # type: ignore[union-attr]
+            self.warnings.extend(folded.notes or ())
+            self.events += folded.events
+            self.device_run = self.folder.device_run
+            self._uncollected += folded.events
+            self.sampling.folded(self.folder.builder, snapshots)
+            final = Closed(closed.window, closed.cpu, folded.events, self._op_seconds() - ops0)
+        if self.on_folded is not None:
+            self.on_folded(final)
 
     def fold_foreign(self, prof: Any) -> None:
         """Fold what the program's own profiler recorded."""
+        if self.background is not None:
+            self.background.settle()
         t0 = time.perf_counter()
         self._fold(prof.kineto_results, shapes=bool(getattr(prof, "record_shapes", False)), continued=())
         self.fold_time += time.perf_counter() - t0
@@ -193,7 +287,7 @@ class Recorder:
         return events
 
     def _op_seconds(self) -> float:
-        b = self.builder
+        b = self.folder.builder
         metric = "time_ns" if not self.device_run else "cpu_time_ns"
         return float(sum(b.metric_values(metric).values())) / 1e9
 
@@ -212,6 +306,8 @@ class Recorder:
             self._uncollected = 0
 
     def clear(self) -> None:
+        if self.background is not None:
+            self.background.close()
         self.threads.remove()
         if self._frozen:
             gc.unfreeze()

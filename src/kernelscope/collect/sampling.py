@@ -47,15 +47,22 @@ class Sampling:
         self.window_shapes = self.shapes == "all" or (self.shapes == "sample" and not self.done)
         self.window_memory = self.memory == "all" or (self.memory == "sample" and not self.done and not self._gap)
 
-    def closed(self, builder: ProfileBuilder, recorded_seconds: float, now: float) -> None:
-        """The window was folded into ``builder``; ``recorded_seconds`` recorded so far."""
+    def closed(self, recorded_seconds: float, now: float) -> tuple[bool, bool]:
+        """The window stopped at ``now``; ``recorded_seconds`` recorded so far. Returns the snapshots to take
+        once it is folded (``folded``): of the shape sample, of the allocation sample."""
+        shaped = self.in_sample and self.shapes == "sample"
         if self.in_sample:
             self.done = recorded_seconds >= self.shape_seconds
-            if self.shapes == "sample":
-                self._shaped = snapshot(builder, SHAPE_METRICS)
-        if self.window_memory and self.memory == "sample":
-            self._allocs = snapshot(builder, MEMORY_METRICS)
+        allocs = self.window_memory and self.memory == "sample"
         self._closed_at = now
+        return shaped, allocs
+
+    def folded(self, builder: ProfileBuilder, snapshots: tuple[bool, bool]) -> None:
+        """The window that ``closed`` returned ``snapshots`` for is folded into ``builder``."""
+        if snapshots[0]:
+            self._shaped = snapshot(builder, SHAPE_METRICS)
+        if snapshots[1]:
+            self._allocs = snapshot(builder, MEMORY_METRICS)
 
     def due(self, elapsed: float) -> bool:
         """Should the open window turn over (``elapsed`` seconds old) to end a sample?"""

@@ -24,7 +24,7 @@ from ..attribute.userframes import is_program_file
 from ..model import Profile
 from ..model.profile import prune_empty
 from ._process import sigint_deferred
-from .accounts import Accounts, StepLog
+from .accounts import Accounts, Spend, StepLog
 from .checkpoint import Checkpoint
 from .foreign import ForeignProfiler
 from .heavy_imports import HEAVY, ImportWatch
@@ -35,7 +35,7 @@ from .notes import session_notes, start_compile_capture
 from .options import FOLD_CALLS_DEFAULT, FOLD_SECONDS_DEFAULT, LiveOptions
 from .own_frames import program_frame
 from .policy import Action, Decision, Snapshot, decide
-from .recorder import Recorder
+from .recorder import Closed, Recorder
 from .safepoint import StackSafety
 from .sampling import Sampling
 from .steps import StepDetector
@@ -65,7 +65,11 @@ class Session:
         self.scope_metrics: dict[str, deque[dict[str, float]]] = defaultdict(deque)
         self.modules = ModuleRegistry(self._on_module_call, self._on_outer_module_return)
         self.safety = StackSafety()
-        self.recorder = Recorder(self.sampling, self.safety, self.modules.path, self.scope_metrics)
+        self.recorder = Recorder(
+            self.sampling, self.safety, self.modules.path, self.scope_metrics, background=o.fold == "background"
+        )
+        self.recorder.on_folded = self._folded_behind
+        self._behind: tuple[Spend, float, int] | None = None  # a window folding in the background: its stop
         self.step_source = StepDetector(self._count_step, self._restart_steps)
         self.imports = ImportWatch(self._import_starting)
         self.imported: list[str] = []  # the first modules imported while recording could run
@@ -435,6 +439,8 @@ class Session:
                 self.recorder.prof = None
 
     def _decide_and_act(self) -> None:
+        if self.recorder.folding:
+            self.recorder.poll()
         if self._import_since is not None and not self.imports.busy:
             self.accounts.import_seconds += time.perf_counter() - self._import_since
             self._import_since = None
@@ -491,25 +497,38 @@ class Session:
         busy, self._busy = self._busy, True  # (what stopping imports is kernelscope's, not the program's)
         try:
             with self.accounts.spending() as closing:
-                closed = self.recorder.stop(compile_entry=compile_entry)
+                closed = self.recorder.stop(compile_entry=compile_entry, inline=self._finalized)
         finally:
             self._busy = busy
+        if closed.pending:  # folding in the background: the figures come to _folded_behind
+            self._behind = (closing, self._opened, self.log.window_from)
+        else:
+            self._window_folded(closed, closing, self._opened, None)
+        if not turnover:
+            self.log.closed(pause=pause, at_step=self._at_step)
+        return True
+
+    def _folded_behind(self, closed: Closed) -> None:
+        if self._behind is not None:
+            closing, fixed, window_from = self._behind
+            self._behind = None
+            self._window_folded(closed, closing, fixed, window_from)
+
+    def _window_folded(self, closed: Closed, closing: Spend, fixed: float, window_from: int | None) -> None:
+        """A window's figures, once it is folded: the accounts, the steps it held if it was lost, a checkpoint."""
         self.accounts.window_closed(
             window=closed.window,
             cpu=closed.cpu,
             events=closed.events,
             op_seconds=closed.op_seconds,
             closing=closing,
-            fixed=self._opened,
+            fixed=fixed,
             lost=closed.lost,
         )
         if closed.lost:
-            self.log.lost()
-        if not turnover:
-            self.log.closed(pause=pause, at_step=self._at_step)
+            self.log.lost(window_from)
         if self.checkpoint is not None and not self._finalized:  # a killed run keeps what was folded
             self.checkpoint.folded(self)
-        return True
 
     def scope_enter(self, name: str, metrics: dict[str, float] | None) -> bool:
         if not self.active:
@@ -520,6 +539,7 @@ class Session:
     def finalize(self) -> Profile:
         r = self.recorder
         if not self._finalized:
+            r.settle()  # (a window folding in the background: its figures before the last window's)
             self._finalized = True
             self.log.end(r.open)
             with sigint_deferred():

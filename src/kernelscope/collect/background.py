@@ -1,0 +1,198 @@
+"""Folding a window off the program's critical path: in a forked child, while the program runs on.
+
+Stopping a window has two parts. torch's own stop (``profile.__exit__``) must run in the program: it ends the
+recording. Folding the stopped window's events into the tree (``WindowFolder.fold``: reading torch's event tree
+through its bindings, then the engine) reads only memory the stop left behind, and costs more than the stop
+(benchmarks/step_cost.py). So after the stop the process forks; the child folds the window into its copy of
+the folder and writes the folder's state back (a few kB: the tree and the engine's carry-over, never events);
+the program runs on at once. The next stop, the finalize and any reader of the tree first adopt the child's
+state (``settle``); between them the session polls (``poll``) so that the accounts learn each window's figures
+soon after it folded.
+
+One child at a time, so the folder's state is always the parent's plus at most one window. A child that fails
+loses its window (said in a warning, counted as a lost window) and background folding stops for the run.
+Where the fold touches state that lives only in the parent (torch.compile's capture, native sampling, the
+program's own threads, the shape and allocation sample), windows are folded inline, as without this.
+Linux only (``os.fork``); elsewhere, and with ``run --fold inline``, every window folds inline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+FORK_AVAILABLE = sys.platform.startswith("linux") and hasattr(os, "fork")
+# the folder's own attributes that live in the parent (callbacks, samplers, hooks): never sent back
+_PARENT_ONLY = frozenset({"events", "threads", "native", "scope_metrics"})
+_EVENTS_PARENT_ONLY = frozenset({"module_path"})
+
+
+@dataclass
+class Folded:
+    """What a child sends back: the folder's state after the window, or why it failed."""
+
+    events: int = 0
+    folder: dict[str, Any] | None = None
+    converter: dict[str, Any] | None = None
+    popped: dict[str, int] | None = None  # scope-metric entries the fold used, per scope name
+    notes: list[str] | None = None  # warnings the fold added
+    cpu: float = 0.0  # the child's CPU seconds
+    error: str | None = None
+
+
+@dataclass
+class Child:
+    pid: int
+    path: str
+    forked_at: float  # perf_counter
+    adopt: Callable[[Folded | None, str | None], None]  # the recorder's bookkeeping once the window is in
+
+
+class BackgroundFold:
+    """Forks one child per window and adopts what it folded."""
+
+    def __init__(self) -> None:
+        self.child: Child | None = None
+        self.off: str | None = None  # why background folding stopped for this run
+        self.windows = 0  # windows folded in a child
+        self.cpu = 0.0  # the children's CPU seconds
+        self.waited = 0.0  # wall seconds the program waited for a child
+        self._dir: str | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self.child is not None
+
+    def usable(self) -> bool:
+        return FORK_AVAILABLE and self.off is None
+
+    def fork(self, fold: Callable[[], Folded], adopt: Callable[[Folded | None, str | None], None]) -> bool:
+        """Run ``fold`` in a child; False (nothing started) when the process could not fork."""
+        self.settle()
+        if self._dir is None:
+            self._dir = tempfile.mkdtemp(prefix="kernelscope-fold-")
+        path = os.path.join(self._dir, f"window-{self.windows}.pickle")
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # (3.12+: fork of a threaded process)
+                pid = os.fork()
+        except OSError as exc:
+            self.off = f"could not fork ({exc.strerror or exc})"
+            return False
+        if pid == 0:  # the child: fold, write, leave without running anything of the program's
+            _child(fold, path)
+        self.child = Child(pid, path, time.perf_counter(), adopt)
+        self.windows += 1
+        return True
+
+    def poll(self) -> None:
+        """Adopt the child's window if it has finished; never waits."""
+        c = self.child
+        if c is None:
+            return
+        try:
+            done, status = os.waitpid(c.pid, os.WNOHANG)
+        except ChildProcessError:  # reaped by someone else (a SIGCHLD handler of the program's)
+            done, status = c.pid, -1
+        if done:
+            self._adopt(c, status)
+
+    def settle(self) -> None:
+        """Wait for the child, if one runs, and adopt its window."""
+        c = self.child
+        if c is None:
+            return
+        t0 = time.perf_counter()
+        status = -1
+        while True:
+            try:
+                _, status = os.waitpid(c.pid, 0)
+                break
+            except ChildProcessError:
+                break
+            except InterruptedError:  # (a signal: Python retries waitpid itself; kept for clarity)
+                continue
+        self.waited += time.perf_counter() - t0
+        self._adopt(c, status)
+
+    def close(self) -> None:
+        self.settle()
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def _adopt(self, c: Child, status: int) -> None:
+        self.child = None
+        folded: Folded | None = None
+        why = None
+        try:
+            with open(c.path, "rb") as fh:
+                folded = pickle.load(fh)
+        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ValueError) as exc:
+            why = f"the background fold ended without a result (exit status {status}; {type(exc).__name__})"
+        with contextlib.suppress(OSError):
+            os.unlink(c.path)
+        if folded is not None and folded.error is not None:
+            why, folded = f"the background fold failed ({folded.error})", None
+        if folded is not None:
+            self.cpu += folded.cpu
+        else:
+            self.off = why
+        c.adopt(folded, why)
+
+    def metadata(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "windows": self.windows,
+            "cpu_seconds": round(self.cpu, 4),
+            "waited_seconds": round(self.waited, 4),
+        }
+        if self.off is not None:
+            out["stopped"] = self.off
+        return out
+
+
+def _child(fold: Callable[[], Folded], path: str) -> None:
+    code = 1
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # the parent saves; this finishes its window
+            signal.signal(sig, signal.SIG_IGN)
+        import gc
+
+        gc.disable()  # short-lived: its garbage goes with it
+        cpu0 = time.process_time()
+        try:
+            result = fold()
+        except Exception as exc:
+            result = Folded(error=f"{type(exc).__name__}: {exc}"[:300])
+        result.cpu = time.process_time() - cpu0
+        tmp = path + ".tmp"
+        with open(tmp, "wb") as fh:
+            pickle.dump(result, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def folder_state(folder: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The folder's and its event converter's attributes that the child sends back (one pickle, so the objects
+    they share, the tables and the warnings, stay shared)."""
+    return (
+        {k: v for k, v in vars(folder).items() if k not in _PARENT_ONLY},
+        {k: v for k, v in vars(folder.events).items() if k not in _EVENTS_PARENT_ONLY},
+    )
+
+
+def adopt_state(folder: Any, state: dict[str, Any], converter: dict[str, Any]) -> None:
+    vars(folder).update(state)
+    vars(folder.events).update(converter)

@@ -1,0 +1,93 @@
+"""Windows folded in a forked child (collect/background.py) give the profile that folding inline gives."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import Counter
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="background folding forks (Linux only)"),
+]
+
+
+def _train(steps: int = 60) -> None:
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(), torch.nn.Linear(512, 256))
+    opt = torch.optim.AdamW(model.parameters())
+    for _ in range(steps):
+        loss = model(torch.randn(256, 256)).square().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+def _profile(fold: str) -> Any:
+    import kernelscope
+
+    with kernelscope.profile(compile_capture=False, max_overhead=0, fold_seconds=0.2, fold=fold) as p:
+        _train()
+    assert p.result is not None
+    return p.result
+
+
+def _op_calls(profile: Any) -> Counter[str]:
+    calls: Counter[str] = Counter()
+    count = profile.exclusive("count")
+    for n in range(1, len(profile)):
+        f = profile.frame_of(n)
+        if f.kind.value == "op":
+            calls[f.name] += int(count[n])
+    return calls
+
+
+def test_background_and_inline_folds_give_the_same_profile() -> None:
+    inline, behind = _profile("inline"), _profile("background")
+    fold = behind.metadata["recording"]["fold"]
+    assert fold["windows"] >= 2, fold  # windows really folded in a child
+    assert "stopped" not in fold
+    assert inline.metadata["recording"]["fold"] == "inline"
+    assert _op_calls(behind) == _op_calls(inline)  # every op call, once
+    assert behind.total("flops") == pytest.approx(inline.total("flops"))  # the shape sample, extrapolated alike
+    assert behind.metadata["coverage"]["recorded_steps"] == inline.metadata["coverage"]["recorded_steps"] == 60
+    # the same lines and modules: the tree's contexts match (times differ from run to run)
+    paths = {tuple((f.kind.value, f.name, f.line) for f in behind.path(n)) for n in range(1, len(behind))}
+    assert paths == {tuple((f.kind.value, f.name, f.line) for f in inline.path(n)) for n in range(1, len(inline))}
+    assert behind.metadata["coverage"]["background_fold_cpu_seconds"] > 0
+
+
+def test_a_failed_background_fold_loses_its_window_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelscope.collect import torch_fold
+
+    parent = os.getpid()
+    original = torch_fold.WindowFolder.fold
+
+    def fold(self: Any, *args: Any, **kwargs: Any) -> int:
+        if os.getpid() != parent:
+            raise RuntimeError("planted failure")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch_fold.WindowFolder, "fold", fold)
+    profile = _profile("background")
+    md = profile.metadata
+    assert "planted failure" in md["recording"]["fold"]["stopped"]
+    assert any("a recorded window is lost" in w and "planted failure" in w for w in md["warnings"])
+    assert md["coverage"]["lost_windows"] == 1
+    assert md["recording"]["fold"]["windows"] == 1  # later windows folded inline
+    calls = _op_calls(profile)
+    assert 0 < calls["aten::addmm"] < 120  # the lost window's calls are missing, the others are there
+    assert md["coverage"]["recorded_steps"] < 60
+
+
+def test_fold_mode_is_checked() -> None:
+    from kernelscope.collect.options import LiveOptions
+
+    with pytest.raises(ValueError, match="fold must be one of background, inline"):
+        LiveOptions(fold="thread")
