@@ -7,6 +7,7 @@ fresh process per mode, modes round-robin, median wall and CPU time over ``--rep
 - ``plain``: the program alone;
 - ``ks``: ``kernelscope run`` with the default overhead budget;
 - ``ks0``: ``kernelscope run --max-overhead 0`` (every op recorded);
+- ``ks_inline``, ``ks0_inline``: the same with ``--fold inline`` (windows folded in the program's process);
 - ``torch``: torch.profiler (no stacks) around the whole program;
 - ``torch_stack``: torch.profiler with stacks, modules and shapes around the whole program.
 
@@ -44,7 +45,7 @@ PROGRAMS = {
         if not p.stem.startswith("_") and p.stem not in ("reference", "under_api")
     },
 }
-MODES = ("plain", "ks", "ks0", "torch", "torch_stack")
+MODES = ("plain", "ks", "ks0", "ks_inline", "ks0_inline", "torch", "torch_stack")
 TORCH_WRAP = """
 import runpy, sys
 from torch.autograd.profiler import profile
@@ -65,9 +66,10 @@ def command(mode: str, program: list[str], out: Path) -> list[str]:
     py = sys.executable
     if mode == "plain":
         return [py, *program]
-    if mode in ("ks", "ks0"):
-        budget = ["--max-overhead", "0"] if mode == "ks0" else []
-        return [py, "-m", "kernelscope", "run", "--no-view", *budget, "-o", str(out), *program]
+    if mode.startswith("ks"):
+        budget = ["--max-overhead", "0"] if mode.startswith("ks0") else []
+        fold = ["--fold", "inline"] if mode.endswith("_inline") else []
+        return [py, "-m", "kernelscope", "run", "--no-view", *budget, *fold, "-o", str(out), *program]
     return [py, "-c", TORCH_WRAP, "stack" if mode == "torch_stack" else "plain", *program]
 
 

@@ -48,7 +48,10 @@ def _op_calls(profile: Any) -> Counter[str]:
     return calls
 
 
-def test_background_and_inline_folds_give_the_same_profile() -> None:
+def test_background_and_inline_folds_give_the_same_profile(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelscope.collect import background
+
+    monkeypatch.setattr(background, "FREE_CORE_SHARE", 0.0)  # (a loaded test machine must not turn it off)
     inline, behind = _profile("inline"), _profile("background")
     fold = behind.metadata["recording"]["fold"]
     assert fold["windows"] >= 2, fold  # windows really folded in a child
@@ -64,7 +67,7 @@ def test_background_and_inline_folds_give_the_same_profile() -> None:
 
 
 def test_a_failed_background_fold_loses_its_window_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kernelscope.collect import torch_fold
+    from kernelscope.collect import background, torch_fold
 
     parent = os.getpid()
     original = torch_fold.WindowFolder.fold
@@ -75,6 +78,7 @@ def test_a_failed_background_fold_loses_its_window_and_says_so(monkeypatch: pyte
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(torch_fold.WindowFolder, "fold", fold)
+    monkeypatch.setattr(background, "FREE_CORE_SHARE", 0.0)
     profile = _profile("background")
     md = profile.metadata
     assert "planted failure" in md["recording"]["fold"]["stopped"]
@@ -84,6 +88,18 @@ def test_a_failed_background_fold_loses_its_window_and_says_so(monkeypatch: pyte
     calls = _op_calls(profile)
     assert 0 < calls["aten::addmm"] < 120  # the lost window's calls are missing, the others are there
     assert md["coverage"]["recorded_steps"] < 60
+
+
+def test_without_a_free_core_later_windows_fold_inline(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelscope.collect import background
+
+    monkeypatch.setattr(background, "FREE_CORE_SHARE", 1.5)  # no child can get 150% of a core
+    profile = _profile("background")
+    fold = profile.metadata["recording"]["fold"]
+    assert fold["windows"] == 1 and fold["stopped"].startswith("no free core"), fold
+    assert profile.metadata["coverage"].get("lost_windows", 0) == 0  # nothing lost: only where it folds changed
+    assert _op_calls(profile)["aten::addmm"] == 120
+    assert profile.metadata["coverage"]["recorded_steps"] == 60
 
 
 def test_fold_mode_is_checked() -> None:

@@ -10,7 +10,9 @@ state (``settle``); between them the session polls (``poll``) so that the accoun
 soon after it folded.
 
 One child at a time, so the folder's state is always the parent's plus at most one window. A child that fails
-loses its window (said in a warning, counted as a lost window) and background folding stops for the run.
+loses its window (said in a warning, counted as a lost window) and background folding stops for the run. So it
+does where no core is free: a process with one core, or a child that got less than ``FREE_CORE_SHARE`` of a core
+while it folded (it competed with the program, which then runs slower than with the fold inline).
 Where the fold touches state that lives only in the parent (torch.compile's capture, native sampling, the
 program's own threads, the shape and allocation sample), windows are folded inline, as without this.
 Linux only (``os.fork``); elsewhere, and with ``run --fold inline``, every window folds inline.
@@ -32,6 +34,10 @@ from dataclasses import dataclass
 from typing import Any
 
 FORK_AVAILABLE = sys.platform.startswith("linux") and hasattr(os, "fork")
+# A child that got less than this share of a core while it folded competed with the program for one: there is no
+# free core (a busy neighbour, a one-core container), and folding beside the program slows it down. Later windows
+# fold inline.
+FREE_CORE_SHARE = 0.75
 # the folder's own attributes that live in the parent (callbacks, samplers, hooks): never sent back
 _PARENT_ONLY = frozenset({"events", "threads", "native", "scope_metrics"})
 _EVENTS_PARENT_ONLY = frozenset({"module_path"})
@@ -47,6 +53,7 @@ class Folded:
     popped: dict[str, int] | None = None  # scope-metric entries the fold used, per scope name
     notes: list[str] | None = None  # warnings the fold added
     cpu: float = 0.0  # the child's CPU seconds
+    wall: float = 0.0  # the child's wall seconds, folding
     error: str | None = None
 
 
@@ -74,7 +81,11 @@ class BackgroundFold:
         return self.child is not None
 
     def usable(self) -> bool:
-        return FORK_AVAILABLE and self.off is None
+        if self.off is None and not FORK_AVAILABLE:
+            self.off = "this platform cannot fork"
+        if self.off is None and _cores() < 2:
+            self.off = "one core: no core is free beside the program"
+        return self.off is None
 
     def fork(self, fold: Callable[[], Folded], adopt: Callable[[Folded | None, str | None], None]) -> bool:
         """Run ``fold`` in a child; False (nothing started) when the process could not fork."""
@@ -146,6 +157,12 @@ class BackgroundFold:
             why, folded = f"the background fold failed ({folded.error})", None
         if folded is not None:
             self.cpu += folded.cpu
+            share = folded.cpu / folded.wall if folded.wall > 0 else 1.0
+            if folded.wall >= 0.05 and share < FREE_CORE_SHARE:
+                self.off = (
+                    f"no free core: a window folded at {100 * share:.0f}% of a core beside the program "
+                    "(a busy machine); later windows fold inline"
+                )
         else:
             self.off = why
         c.adopt(folded, why)
@@ -169,12 +186,12 @@ def _child(fold: Callable[[], Folded], path: str) -> None:
         import gc
 
         gc.disable()  # short-lived: its garbage goes with it
-        cpu0 = time.process_time()
+        cpu0, wall0 = time.process_time(), time.perf_counter()
         try:
             result = fold()
         except Exception as exc:
             result = Folded(error=f"{type(exc).__name__}: {exc}"[:300])
-        result.cpu = time.process_time() - cpu0
+        result.cpu, result.wall = time.process_time() - cpu0, time.perf_counter() - wall0
         tmp = path + ".tmp"
         with open(tmp, "wb") as fh:
             pickle.dump(result, fh, protocol=pickle.HIGHEST_PROTOCOL)
@@ -182,6 +199,13 @@ def _child(fold: Callable[[], Folded], path: str) -> None:
         code = 0
     finally:
         os._exit(code)
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def folder_state(folder: Any) -> tuple[dict[str, Any], dict[str, Any]]:
