@@ -38,17 +38,9 @@ def child(steps: int) -> None:
     model = model_code.NanoGPT()
     opt = torch.optim.AdamW(model.parameters(), lr=6e-4)
     corpus = torch.randint(0, 256, (200_000,))
-    block = model.block_size
 
     def step() -> None:
-        ix = torch.randint(len(corpus) - block - 1, (8,))
-        x = torch.stack([corpus[i : i + block] for i in ix.tolist()])
-        y = torch.stack([corpus[i + 1 : i + 1 + block] for i in ix.tolist()])
-        loss = model(x, y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        model_code.train_step(model, opt, corpus)
 
     for _ in range(3):
         step()

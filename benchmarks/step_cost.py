@@ -28,25 +28,17 @@ def _workload(steps: int, on_step: Any = None) -> list[float]:
     import torch
 
     sys.path.insert(0, HERE)
-    from train_nanogpt import NanoGPT
+    from train_nanogpt import NanoGPT, train_step
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
     corpus = torch.randint(0, 256, (200_000,))
     model = NanoGPT()
     opt = torch.optim.AdamW(model.parameters(), lr=6e-4, weight_decay=0.1)
-    block = model.block_size
     times = []
     for _ in range(steps):
         t0 = time.perf_counter()
-        ix = torch.randint(len(corpus) - block - 1, (8,))
-        x = torch.stack([corpus[i : i + block] for i in ix.tolist()])
-        y = torch.stack([corpus[i + 1 : i + 1 + block] for i in ix.tolist()])
-        loss = model(x, y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        train_step(model, opt, corpus)
         if on_step is not None:
             on_step()
         times.append(time.perf_counter() - t0)

@@ -100,6 +100,19 @@ class NanoGPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
 
+def train_step(model: NanoGPT, opt: torch.optim.Optimizer, corpus: torch.Tensor, batch: int = 8) -> None:
+    """One training step on a random batch of ``corpus`` (the step every nanoGPT benchmark times)."""
+    block = model.block_size
+    ix = torch.randint(len(corpus) - block - 1, (batch,))
+    x = torch.stack([corpus[i : i + block] for i in ix.tolist()])
+    y = torch.stack([corpus[i + 1 : i + 1 + block] for i in ix.tolist()])
+    loss = model(x, y)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=400)
@@ -117,13 +130,6 @@ def main() -> None:
     corpus = torch.randint(0, 256, (200_000,))  # a synthetic "dataset": no downloads
     model = NanoGPT()
     opt = torch.optim.AdamW(model.parameters(), lr=6e-4, weight_decay=0.1)
-    block = model.block_size
-
-    def get_batch() -> tuple[torch.Tensor, torch.Tensor]:
-        ix = torch.randint(len(corpus) - block - 1, (args.batch,))
-        x = torch.stack([corpus[i : i + block] for i in ix.tolist()])
-        y = torch.stack([corpus[i + 1 : i + 1 + block] for i in ix.tolist()])
-        return x, y
 
     step_fn = None
     if args.ks_step:
@@ -140,12 +146,7 @@ def main() -> None:
         i = 0
         while (i < args.steps) if deadline is None else (time.perf_counter() < deadline):
             t0, c0 = time.perf_counter(), time.process_time()
-            x, y = get_batch()
-            loss = model(x, y)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
+            train_step(model, opt, corpus, args.batch)
             times.append(time.perf_counter() - t0)
             cpu.append(time.process_time() - c0)  # robust to other processes on a shared machine
             if step_fn is not None:

@@ -49,9 +49,10 @@ def _op_calls(profile: Any) -> Counter[str]:
 
 
 def test_background_and_inline_folds_give_the_same_profile(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kernelscope.collect import background
+    from kernelscope.collect import background, recorder
 
-    monkeypatch.setattr(background, "FREE_CORE_SHARE", 0.0)  # (a loaded test machine must not turn it off)
+    monkeypatch.setattr(background, "FREE_CORE_SHARE", 0.0)  # (a loaded test machine must not turn it off,
+    monkeypatch.setattr(recorder, "BACKGROUND_MIN_CPU", 0.0)  # nor keep a window inline for its little CPU)
     inline, behind = _profile("inline"), _profile("background")
     fold = behind.metadata["recording"]["fold"]
     assert fold["windows"] >= 2, fold  # windows really folded in a child
@@ -67,7 +68,7 @@ def test_background_and_inline_folds_give_the_same_profile(monkeypatch: pytest.M
 
 
 def test_a_failed_background_fold_loses_its_window_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kernelscope.collect import background, torch_fold
+    from kernelscope.collect import background, recorder, torch_fold
 
     parent = os.getpid()
     original = torch_fold.WindowFolder.fold
@@ -79,6 +80,7 @@ def test_a_failed_background_fold_loses_its_window_and_says_so(monkeypatch: pyte
 
     monkeypatch.setattr(torch_fold.WindowFolder, "fold", fold)
     monkeypatch.setattr(background, "FREE_CORE_SHARE", 0.0)
+    monkeypatch.setattr(recorder, "BACKGROUND_MIN_CPU", 0.0)
     profile = _profile("background")
     md = profile.metadata
     assert "planted failure" in md["recording"]["fold"]["stopped"]
@@ -91,9 +93,10 @@ def test_a_failed_background_fold_loses_its_window_and_says_so(monkeypatch: pyte
 
 
 def test_without_a_free_core_later_windows_fold_inline(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kernelscope.collect import background
+    from kernelscope.collect import background, recorder
 
     monkeypatch.setattr(background, "FREE_CORE_SHARE", 1.5)  # no child can get 150% of a core
+    monkeypatch.setattr(recorder, "BACKGROUND_MIN_CPU", 0.0)
     profile = _profile("background")
     fold = profile.metadata["recording"]["fold"]
     assert fold["windows"] == 1 and fold["stopped"].startswith("no free core"), fold

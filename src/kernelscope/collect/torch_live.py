@@ -539,8 +539,8 @@ class Session:
     def finalize(self) -> Profile:
         r = self.recorder
         if not self._finalized:
-            r.settle()  # (a window folding in the background: its figures before the last window's)
             self._finalized = True
+            r.settle()  # (a window folding in the background: its figures before the last window's)
             self.log.end(r.open)
             with sigint_deferred():
                 self._close()
