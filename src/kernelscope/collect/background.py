@@ -61,7 +61,6 @@ class Folded:
 class Child:
     pid: int
     path: str
-    forked_at: float  # perf_counter
     adopt: Callable[[Folded | None, str | None], None]  # the recorder's bookkeeping once the window is in
 
 
@@ -102,7 +101,7 @@ class BackgroundFold:
             return False
         if pid == 0:  # the child: fold, write, leave without running anything of the program's
             _child(fold, path)
-        self.child = Child(pid, path, time.perf_counter(), adopt)
+        self.child = Child(pid, path, adopt)
         self.windows += 1
         return True
 
@@ -125,14 +124,8 @@ class BackgroundFold:
             return
         t0 = time.perf_counter()
         status = -1
-        while True:
-            try:
-                _, status = os.waitpid(c.pid, 0)
-                break
-            except ChildProcessError:
-                break
-            except InterruptedError:  # (a signal: Python retries waitpid itself; kept for clarity)
-                continue
+        with contextlib.suppress(ChildProcessError):  # (reaped by someone else: the result file says the rest)
+            _, status = os.waitpid(c.pid, 0)
         self.waited += time.perf_counter() - t0
         self._adopt(c, status)
 

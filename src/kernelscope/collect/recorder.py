@@ -85,14 +85,8 @@ class Recorder:
     @property
     def builder(self) -> Any:
         """The tree so far: a window folding in the background is waited for."""
-        if self.background is not None:
-            self.background.settle()
+        self.settle()
         return self.folder.builder
-
-    @property
-    def folding(self) -> bool:
-        """Is a window folding in the background?"""
-        return self.background is not None and self.background.busy
 
     def settle(self) -> None:
         """Wait for a window folding in the background and take it in."""
@@ -164,8 +158,7 @@ class Recorder:
     def stop(self, compile_entry: bool = False, inline: bool = False) -> Closed:
         """Stop the open window (``can_stop`` first) and fold it, in the background where it can be (then the
         figures come through ``on_folded``); ``inline``: here and now (the last window)."""
-        if self.background is not None:
-            self.background.settle()  # (the last window first: the folder's state goes window by window)
+        self.settle()  # (the last window first: the folder's state goes window by window)
         prof, self.prof = self.prof, None
         begun_ns = time.time_ns()
         start = time.perf_counter()
@@ -265,8 +258,7 @@ class Recorder:
 
     def fold_foreign(self, prof: Any) -> None:
         """Fold what the program's own profiler recorded."""
-        if self.background is not None:
-            self.background.settle()
+        self.settle()
         t0 = time.perf_counter()
         self._fold(prof.kineto_results, shapes=bool(getattr(prof, "record_shapes", False)), continued=())
         self.fold_time += time.perf_counter() - t0

@@ -87,7 +87,7 @@ class TorchEvents:
 
     def _kind(self, ev: Any, ex: Any) -> str:
         """The tag of an event whose field type is not known yet (torch's field types are remembered)."""
-        tag = self._tags.get(ev.tag) or self._tag(ev)
+        tag = self._tag(ev)
         if type(ex).__module__.startswith("torch"):  # (test doubles share one type across tags)
             self._kinds[type(ex)] = tag
         return tag
@@ -157,7 +157,7 @@ class TorchEvents:
                 ex = ev.extra_fields
                 tag = kinds.get(type(ex)) or self._kind(ev, ex)
             except TypeError:  # a field type torch's bindings cannot hand over
-                ex, tag = None, tags.get(ev.tag) or self._tag(ev)
+                ex, tag = None, self._tag(ev)
             if tag == "Allocation":  # a leaf
                 size = ex.alloc_size
                 if size > 0:

@@ -439,8 +439,7 @@ class Session:
                 self.recorder.prof = None
 
     def _decide_and_act(self) -> None:
-        if self.recorder.folding:
-            self.recorder.poll()
+        self.recorder.poll()
         if self._import_since is not None and not self.imports.busy:
             self.accounts.import_seconds += time.perf_counter() - self._import_since
             self._import_since = None
