@@ -108,6 +108,22 @@ def test_without_a_free_core_later_windows_fold_inline(monkeypatch: pytest.Monke
     assert profile.metadata["coverage"]["recorded_steps"] == STEPS
 
 
+def test_no_temporary_folder_means_inline_not_a_broken_recording(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    from kernelscope.collect import recorder
+
+    def refuse(*args: Any, **kwargs: Any) -> str:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkdtemp", refuse)
+    monkeypatch.setattr(recorder, "BACKGROUND_MIN_CPU", 0.0)
+    profile = _profile("background")
+    fold = profile.metadata["recording"]["fold"]
+    assert fold["windows"] == 0 and "could not fork (Permission denied)" in fold["stopped"], fold
+    assert _op_calls(profile)["aten::addmm"] == 2 * STEPS  # every window folded inline
+
+
 def test_fold_mode_is_checked() -> None:
     from kernelscope.collect.options import LiveOptions
 

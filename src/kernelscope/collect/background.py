@@ -89,14 +89,14 @@ class BackgroundFold:
     def fork(self, fold: Callable[[], Folded], adopt: Callable[[Folded | None, str | None], None]) -> bool:
         """Run ``fold`` in a child; False (nothing started) when the process could not fork."""
         self.settle()
-        if self._dir is None:
-            self._dir = tempfile.mkdtemp(prefix="kernelscope-fold-")
-        path = os.path.join(self._dir, f"window-{self.windows}.pickle")
         try:
+            if self._dir is None:
+                self._dir = tempfile.mkdtemp(prefix="kernelscope-fold-")
+            path = os.path.join(self._dir, f"window-{self.windows}.pickle")
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)  # (3.12+: fork of a threaded process)
                 pid = os.fork()
-        except OSError as exc:
+        except OSError as exc:  # (no temporary folder, or no fork: the window folds inline)
             self.off = f"could not fork ({exc.strerror or exc})"
             return False
         if pid == 0:  # the child: fold, write, leave without running anything of the program's
