@@ -29,7 +29,8 @@ _END, _NODE, _DUR, _CHILD, _FLOPS, _CHILD_FLOPS, _BW, _KIND, _LABEL, _NB, _PLACE
 NO_FORWARD_SCOPE = "backward without a forward op"
 # what already gives an op its Python context: a recorded `Call stack` inside one of these adds nothing
 _PLACING = frozenset({Kind.PYTHON, Kind.MODULE, Kind.OP})
-_CALL_ROWS = frozenset({Kind.PYTHON, Kind.MODULE})  # value -1: the frame's call was counted in an earlier window
+# value -1: the frame's call (or the range's) was counted in an earlier window
+_CALL_ROWS = frozenset({Kind.PYTHON, Kind.MODULE, Kind.SCOPE})
 
 
 def sweep_host(engine: FoldState, launches: Launches) -> dict[int, int]:
@@ -177,8 +178,9 @@ def sweep_host(engine: FoldState, launches: Launches) -> dict[int, int]:
             ):  # starts inside, ends after: clip it to its parent (rounding, clock skew)
                 # (a Python row's end moves no op's time: clipping it is not worth a warning. A live run's
                 # row for an op called straight from a function spans that op, which can start a
-                # microsecond before its previous sibling ends)
-                if kd[i] != K_PYTHON:
+                # microsecond before its previous sibling ends. Nor is the session's own work's: it ends the
+                # program's record_function ranges as a window stops, inside its own row)
+                if kd[i] != K_PYTHON and kd[i] != K_OVERHEAD:
                     overlaps += 1
                 e_ = stack[-1][_END]
             parent = stack[-1][_NODE] if stack else base

@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
@@ -61,30 +62,76 @@ class OpenFrames:
         self._at_close = []
 
 
-def continued_events(roots: Iterable[Any], chain: Chain, tag_of: Callable[[Any], str]) -> set[tuple[int, int]]:
-    """(start, thread) of the start-up ``PyCall`` events (the first-child chain from a root) that ``chain`` marks as
-    running on from the last window. The two are aligned at their inner end: torch may leave out the
-    outermost frames of a deep stack, and records frames inside the window's start below ``chain``. (Not
-    ``id``: torch's event objects are made anew each time they are read.)"""
-    out: set[tuple[int, int]] = set()
-    if not chain or not any(cont for _name, cont in chain):
-        return out
+def _aligned(roots: Iterable[Any], names: tuple[str, ...], tag_of: Callable[[Any], str]) -> dict[int, Any]:
+    """The start-up ``PyCall`` events (the first-child chain from a root) of the frames of a stack (function
+    ``names``, outermost first), by index in the stack. The two are aligned at their inner end: torch may
+    leave out the outermost frames of a deep stack, and records frames inside the window's start below it."""
+    if not names:
+        return {}
     for root in roots:
         events: list[Any] = []
         ev: Any = root
-        while ev is not None and tag_of(ev) == "PyCall" and len(events) <= len(chain) + 16:
+        while ev is not None and tag_of(ev) == "PyCall" and len(events) <= len(names) + 16:
             events.append(ev)
             ev = next((c for c in ev.children if tag_of(c) == "PyCall"), None)
-        names = [e.extra_fields.callsite.function_name for e in events]
-        inner = chain[-1][0]
-        ends = [i for i, name in enumerate(names) if name == inner]
+        got = [e.extra_fields.callsite.function_name for e in events]
+        ends = [i for i, name in enumerate(got) if name == names[-1]]
         if not ends:
             continue
-        e, c = ends[-1], len(chain) - 1
-        while e >= 0 and c >= 0 and names[e] == chain[c][0]:
-            if chain[c][1]:
-                out.add((events[e].start_time_ns, events[e].start_tid))
+        out: dict[int, Any] = {}
+        e, c = ends[-1], len(names) - 1
+        while e >= 0 and c >= 0 and got[e] == names[c]:
+            out[c] = events[e]
             e -= 1
             c -= 1
         return out
-    return out
+    return {}
+
+
+def continued_events(roots: Iterable[Any], chain: Chain, tag_of: Callable[[Any], str]) -> set[tuple[int, int]]:
+    """(start, thread) of the start-up ``PyCall`` events that ``chain`` marks as running on from the last window.
+    (Not ``id``: torch's event objects are made anew each time they are read.)"""
+    if not chain or not any(cont for _name, cont in chain):
+        return set()
+    events = _aligned(roots, tuple(name for name, _cont in chain), tag_of)
+    return {(ev.start_time_ns, ev.start_tid) for c, ev in events.items() if chain[c][1]}
+
+
+@dataclass(frozen=True)
+class Split:
+    """The program's ``record_function`` ranges split at a window's edges (``safepoint.Ranges``).
+
+    ``ranges``: those begun again as the window opened. Each belongs inside the frame that entered it, from
+    that frame's start-up event on (torch's tree has it as a leaf of the session's own call that began it).
+    ``suspended``: those ended as the window stopped, inside the session's own call: each runs to the
+    window's end, with the frames inside it."""
+
+    stack: tuple[str, ...] = ()  # the program's stack as the window opened: function names, outermost first
+    ranges: tuple[
+        tuple[int, str, bool], ...
+    ] = ()  # (its frame's index in ``stack``, name, ran on from the last window)
+    suspended: tuple[str, ...] = ()
+
+    @classmethod
+    def resumed(cls, ranges: Iterable[tuple[FrameType, str, bool]]) -> Split | None:
+        ranges = tuple(ranges)
+        if not ranges:
+            return None
+        frames = _stack(program_frame())
+        index = {id(f): i for i, f in enumerate(frames)}
+        return cls(
+            tuple(f.f_code.co_name for f in frames),
+            tuple((index.get(id(frame), -1), name, ran_on) for frame, name, ran_on in ranges),
+        )
+
+    def starts(self, roots: Iterable[Any], tag_of: Callable[[Any], str]) -> dict[str, list[tuple[int, bool]]]:
+        """Per range begun again, by name, in the order begun: where its row starts (-1: where torch recorded
+        it) and whether it ran on from the last window (its row counts no call)."""
+        if not self.ranges:
+            return {}
+        events = _aligned(roots, self.stack, tag_of)
+        out: dict[str, list[tuple[int, bool]]] = {}
+        for i, name, ran_on in self.ranges:
+            ev = events.get(i)
+            out.setdefault(name, []).append((ev.start_time_ns if ev is not None else -1, ran_on))
+        return out

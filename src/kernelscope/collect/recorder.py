@@ -5,6 +5,7 @@ into the tree through the one engine (torch_fold.py). It decides nothing: the se
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import sys
 import time
@@ -15,7 +16,7 @@ from typing import Any
 
 from ._process import quiet_fd
 from .background import BackgroundFold, Folded, adopt_state, folder_state
-from .continued import Chain, OpenFrames
+from .continued import Chain, OpenFrames, Split
 from .safepoint import StackSafety, in_backward
 from .sampling import Sampling
 from .threads import ThreadWatch
@@ -74,6 +75,7 @@ class Recorder:
         self.folder.threads = self.threads
         self._ran_on = OpenFrames()  # frames running on from one window into the next (one call each)
         self._chain: Chain = ()
+        self._split: Split | None = None  # the program's ranges split at the open window's edges
         self._start = 0.0
         self._cpu = 0.0
         self._uncollected = 0
@@ -136,6 +138,7 @@ class Recorder:
             )
             prof._kernelscope_own = True  # type: ignore[attr-defined]  # not the program's own profiler (foreign.py)
             prof.__enter__()  # type: ignore[no-untyped-call]
+            self._split = Split.resumed(self.safety.ranges.resume())  # (the program's ranges: safepoint.py)
         if self.triton is None and "triton" in sys.modules:
             from .triton.launches import LaunchRecorder
 
@@ -164,6 +167,9 @@ class Recorder:
         start = time.perf_counter()
         window = start - self._start
         cpu = time.process_time() - self._cpu
+        suspended = self.safety.ranges.suspend()  # (no range may outlive its window: safepoint.py)
+        if suspended:
+            self._split = dataclasses.replace(self._split or Split(), suspended=suspended)
         with quiet_fd(2):
             lost = stop_profiler(prof)  # (torch 2.5 may fail to post-process a window: torch_compat.py)
         if lost is None:
@@ -184,7 +190,9 @@ class Recorder:
             pending = self._fold_behind(prof.kineto_results, Closed(window, cpu, 0, 0.0), snapshots)
         if lost is None and not pending:
             ops0 = self._op_seconds()
-            events = self._fold(prof.kineto_results, shapes=self.sampling.window_shapes, continued=self._chain)
+            events = self._fold(
+                prof.kineto_results, shapes=self.sampling.window_shapes, continued=self._chain, split=self._split
+            )
             ops = self._op_seconds() - ops0
         if not pending:
             self.sampling.folded(self.folder.builder, snapshots)
@@ -214,14 +222,14 @@ class Recorder:
         )
 
     def _fold_behind(self, results: Any, closed: Closed, snapshots: tuple[bool, bool]) -> bool:
-        shapes, chain = self.sampling.window_shapes, self._chain
+        shapes, chain, split = self.sampling.window_shapes, self._chain, self._split
         self.compile_spans.clear()
 
         def fold() -> Folded:  # (in the child)
             queues = self.folder.scope_metrics
             sizes = {name: len(q) for name, q in queues.items()}
             notes = len(self.warnings)
-            events = self._fold(results, shapes=shapes, continued=chain)
+            events = self._fold(results, shapes=shapes, continued=chain, split=split)
             state, converter = folder_state(self.folder)
             popped = {name: n - len(queues.get(name, ())) for name, n in sizes.items()}
             return Folded(events, state, converter, {k: n for k, n in popped.items() if n}, self.warnings[notes:])
@@ -263,7 +271,7 @@ class Recorder:
         self._fold(prof.kineto_results, shapes=bool(getattr(prof, "record_shapes", False)), continued=())
         self.fold_time += time.perf_counter() - t0
 
-    def _fold(self, results: Any, *, shapes: bool, continued: Chain) -> int:
+    def _fold(self, results: Any, *, shapes: bool, continued: Chain, split: Split | None = None) -> int:
         events = self.folder.fold(
             results,
             shapes=shapes,
@@ -272,6 +280,7 @@ class Recorder:
             notes=self.warnings,
             compiling=tuple(self.compile_spans),
             continued=continued,
+            split=split,
         )
         self.compile_spans.clear()
         self.events += events

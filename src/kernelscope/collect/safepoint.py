@@ -12,11 +12,15 @@ no profiler ran: it carries no profiler state at all.
 So the question at a point of the main thread is: *could a RecordFunction begun under a window still
 be open here?* RecordFunctions that hold the stack while Python runs are held by Python frames:
 
-- ``record_function`` ranges (Python context managers): counted exactly, by wrapping their enter
-  and exit, and only those entered while a window was open;
+- ``record_function`` ranges (Python context managers, also what an optimizer's ``step``, the DataLoader
+  and DDP open): ``Ranges`` keeps every one open on the main thread and *splits* it at each stop: it ends
+  the range's RecordFunction before the window stops and begins a new one, under the same name, as the
+  next window opens. A range so never outlives its window, and one that spans windows shows in each
+  (the fold counts it once: ``continued.py``). A range whose end was handed to a future
+  (``_call_end_callbacks_on_future``) cannot be split: it holds the stack until it ends;
 - the frames of torch's own code, other than the ones known to hold none (``nn.Module``'s call
-  machinery, ``OptimizedModule``'s call and Dynamo's frame wrapper), may sit on top of one: an
-  optimizer's ``step``, checkpointing, ``autograd.Function.apply``, ``backward``;
+  machinery, ``OptimizedModule``'s call and Dynamo's frame wrapper, the optimizers, the DataLoader), may
+  sit on top of one: checkpointing, ``autograd.Function.apply``, ``backward``, an op calling Python;
 - a frame running code that Dynamo generated runs inside its ``Torch-Compiled Region``.
 
 ``StackSafety`` keeps the answer across windows:
@@ -32,8 +36,9 @@ backward pass under a copy of the caller's thread-local state, which holds the p
 stopped there is back, enabled, when ``backward()`` returns (torch 2.13: "Profiler is already enabled
 on this thread" at the next start). ``in_backward()`` says so; the session stops after it.
 
-A program with an optimizer closure, a compiled module or a loop with no module call therefore gets
-a new window as soon as the frames of the stopped one are gone, wherever that is.
+An optimizer closure (LBFGS: the whole step runs inside ``optimizer.step``) or a step inside a
+``record_function`` range turns windows over between its ops; a program with a compiled module or a loop
+with no module call gets a new window as soon as the frames of the stopped one are gone, wherever that is.
 """
 
 from __future__ import annotations
@@ -52,24 +57,33 @@ from .own_frames import program_frame
 # nn.Module's call machinery; OptimizedModule.__call__ and Dynamo's frame wrapper (its compiled code
 # runs in a frame of its own, recognised by its code object); the decorator form of no_grad/inference_mode/
 # enable_grad (``_contextlib.decorate_context``: it sets the grad mode and calls), which wraps whole
-# functions such as ``generate()``.
+# functions such as ``generate()``; the optimizers (``step`` calls an LBFGS closure) and the DataLoader,
+# whose only RecordFunctions are ``record_function`` ranges, split at every stop (``Ranges``).
 _RF_FREE = tuple(
     os.sep + os.path.join("torch", *parts)
     for parts in (("nn", "modules", "module.py"), ("_dynamo", "eval_frame.py"), ("utils", "_contextlib.py"))
 )
+_RF_FREE_DIRS = tuple(os.sep + os.path.join("torch", *parts) + os.sep for parts in (("optim",), ("utils", "data")))
 # Frames below Dynamo's ``_compile`` at its entry: the conversion wrappers open no RecordFunction
 # before they call it (``_compile`` itself does, ``dynamo_timed``): safe at that one point only.
 _COMPILE_ENTRY = tuple(
     os.sep + os.path.join("torch", *parts) for parts in (("_dynamo", "convert_frame.py"), ("_utils_internal.py",))
 )
 
+# A range's RecordFunction: begun under the open window, ended at a stop (``suspend``: ending it again at the
+# range's exit does nothing), begun with no window open (it carries no profiler state: harmless anywhere), or
+# begun under a window with its end handed to a future (it cannot be split: it holds the stack until it ends).
+LIVE, SUSPENDED, INERT, HELD = "live", "suspended", "inert", "held"
 
-class RangeCounter:
-    """Counts ``torch.autograd.profiler.record_function`` ranges open on the main thread that were
-    entered while a window was open (``recording()`` says so)."""
+
+class Ranges:
+    """The ``torch.autograd.profiler.record_function`` ranges open on the main thread, outermost first,
+    each with its state and the frame that entered it. ``suspend`` ends the live ones before a window
+    stops; ``resume`` begins them again under the window just opened. ``blocking``: the held ones."""
 
     def __init__(self, recording: Callable[[], bool] = lambda: True) -> None:
-        self.open = 0
+        self.blocking = 0
+        self._open: list[Any] = []  # record_function objects
         self._recording = recording
         self._saved: tuple[Any, Any] | None = None
 
@@ -78,25 +92,74 @@ class RangeCounter:
 
         cls = autograd_profiler.record_function
         enter, exit_ = cls.__enter__, cls.__exit__
-        counter = self
+        ranges = self
         main = threading.main_thread()
 
-        def counted_enter(rf: Any) -> Any:
+        def tracked_enter(rf: Any) -> Any:
             out = enter(rf)  # type: ignore[no-untyped-call]
-            if threading.current_thread() is main and counter._recording():
-                rf._kernelscope_counted = True
-                counter.open += 1
+            if threading.current_thread() is main:
+                rf._kernelscope_range = (LIVE if ranges._recording() else INERT, sys._getframe(1))
+                ranges._open.append(rf)
             return out
 
-        def counted_exit(rf: Any, *exc: Any) -> Any:
-            if getattr(rf, "_kernelscope_counted", False):
-                rf._kernelscope_counted = False
-                counter.open -= 1
+        def tracked_exit(rf: Any, *exc: Any) -> Any:
+            state = rf.__dict__.pop("_kernelscope_range", None)
+            if state is not None:
+                ranges._closed(rf, state[0])
             return exit_(rf, *exc)
 
         self._saved = (enter, exit_)
-        cls.__enter__ = counted_enter  # type: ignore[method-assign]
-        cls.__exit__ = counted_exit  # type: ignore[method-assign]
+        cls.__enter__ = tracked_enter  # type: ignore[method-assign]
+        cls.__exit__ = tracked_exit  # type: ignore[method-assign]
+
+    def _closed(self, rf: Any, state: str) -> None:
+        for i in range(len(self._open) - 1, -1, -1):
+            if self._open[i] is rf:
+                del self._open[i]
+                break
+        if state == HELD:
+            self.blocking -= 1
+
+    def suspend(self) -> tuple[str, ...]:
+        """A window is about to stop: end the RecordFunction of every range begun under it, innermost first,
+        so that none outlives its window. Returns their names."""
+        if not self._open:
+            return ()
+        import torch
+
+        ended = []
+        here = threading.current_thread() is threading.main_thread()
+        for rf in reversed(self._open):
+            state, frame = rf._kernelscope_range
+            if state != LIVE:
+                continue
+            if not here or not rf.run_callbacks_on_exit:
+                # (stopped from another thread, or ``_call_end_callbacks_on_future``: its end is the future's)
+                rf._kernelscope_range = (HELD, frame)
+                self.blocking += 1
+                continue
+            with torch._C.DisableTorchFunctionSubclass():
+                torch.ops.profiler._record_function_exit._RecordFunction(rf.record)
+            rf._kernelscope_range = (SUSPENDED, frame)
+            ended.append(rf.name)
+        return tuple(ended)
+
+    def resume(self) -> tuple[tuple[FrameType, str, bool], ...]:
+        """A window has just opened: begin every open range again under it, outermost first. Returns, per
+        range, the frame that entered it, its name and whether it ran on from the last window."""
+        if not self._open or threading.current_thread() is not threading.main_thread():
+            return ()
+        import torch
+
+        out = []
+        for rf in self._open:
+            state, frame = rf._kernelscope_range
+            if state not in (SUSPENDED, INERT):
+                continue
+            rf.record = torch.ops.profiler._record_function_enter_new(rf.name, rf.args)
+            rf._kernelscope_range = (LIVE, frame)
+            out.append((frame, rf.name, state == SUSPENDED))
+        return tuple(out)
 
     def remove(self) -> None:
         if self._saved is None:
@@ -106,6 +169,10 @@ class RangeCounter:
         cls = autograd_profiler.record_function
         cls.__enter__, cls.__exit__ = self._saved  # type: ignore[method-assign]
         self._saved = None
+        for rf in self._open:
+            rf.__dict__.pop("_kernelscope_range", None)
+        self._open.clear()
+        self.blocking = 0
 
 
 @functools.cache
@@ -135,7 +202,7 @@ def may_hold_rf(code: CodeType, allow: tuple[str, ...] = _RF_FREE, dynamo: Any =
     if dynamo is not None and code in dynamo:
         return True  # Dynamo's compiled code runs inside its Torch-Compiled Region
     file = _torch_file(code.co_filename, _torch_dir())
-    return file is not None and not file.endswith(allow)
+    return file is not None and not file.endswith(allow) and not any(d in file for d in _RF_FREE_DIRS)
 
 
 def in_backward() -> bool:
@@ -149,7 +216,7 @@ class StackSafety:
     """Where a window may open or turn over (see the module's docstring). Main thread only."""
 
     def __init__(self) -> None:
-        self.ranges = RangeCounter(self._recording)
+        self.ranges = Ranges(self._recording)
         self.window_open = False
         self._dirty: dict[int, FrameType] = {}  # frames on the stack when a window stopped unsafely
 
@@ -179,13 +246,13 @@ class StackSafety:
 
     def can_turn_over(self) -> bool:
         """A window is open: may it be closed and a new one opened here?"""
-        if threading.current_thread() is not threading.main_thread() or self.ranges.open > 0:
+        if threading.current_thread() is not threading.main_thread() or self.ranges.blocking > 0:
             return False
         return not self._holders(self._frames())
 
     def can_open(self) -> bool:
         """No window is open: may one open here?"""
-        if threading.current_thread() is not threading.main_thread() or self.ranges.open > 0:
+        if threading.current_thread() is not threading.main_thread() or self.ranges.blocking > 0:
             return False
         if not self._dirty:
             return True

@@ -32,7 +32,7 @@ from ..attribute.records import BACKWARD_PREFIX, Kind, is_comm_kernel
 from ..attribute.tables import EventTables
 from ..attribute.userframes import display_path, is_user_file
 from ..model import Frame
-from .continued import Chain, continued_events
+from .continued import Chain, Split, continued_events
 from .threads import Where
 
 # c10::ScalarType codes as torch's profiler records a dtype argument
@@ -119,10 +119,12 @@ class TorchEvents:
         cuda: bool,
         compiling: tuple[tuple[int, int], ...] = (),
         continued: Chain = (),
+        split: Split | None = None,
         thread_functions: Mapping[int, Any] | None = None,
     ) -> int:
         """Write one window's event tree; returns the number of events read. ``continued``: the stack when
         the window opened, with the frames that ran on from the last window (their rows count no call).
+        ``split``: the program's ``record_function`` ranges split at the window's edges (continued.py).
         ``thread_functions``: torch's thread id -> the function of a thread whose ops have no Python caller
         in this window (collect/threads.py): its ops are placed under it, as an op called from a function."""
         t = self.tables
@@ -137,6 +139,11 @@ class TorchEvents:
         roots = list(roots)
         top = {id(r) for r in roots}
         ran_on = continued_events(roots, continued, lambda ev: tags.get(ev.tag) or self._tag(ev))
+        # per range name: where each range begun again at the open starts its row, whether it counts a call
+        pending = split.starts(roots, lambda ev: tags.get(ev.tag) or self._tag(ev)) if split else None
+        # the rows of ranges ended at the stop, and of any range of those names: held to the end (``_ran_to_end``)
+        held: list[tuple[int, ...]] | None = [] if split and split.suspended else None
+        suspended = split.suspended if split else ()
         # (event, label of the innermost row on its path, the parent PyCall's fields, inside backward,
         #  end of the innermost row on its path)
         fns = thread_functions or {}
@@ -183,6 +190,8 @@ class TorchEvents:
                         if th is None:
                             th = threads[ev.start_tid] = thread_of(pid, ev.start_tid)
                         host((th, ev.start_time_ns, ev.duration_time_ns, OVERHEAD, -1, -1, -1, -1, -1, 0, -1))
+                        if pending:  # the program's ranges that the session began again under this window
+                            self._resumed_ranges(ev, pending, th, held, suspended)
                         continue
                     if user:  # most calls come from library code: read the line only for user files
                         label = self._python(file, caller.line_number, caller.function_name)
@@ -273,7 +282,16 @@ class TorchEvents:
             if (value == user_scope) if value is not None else (scope.name == "USER_SCOPE"):
                 # record_function / a C++ user scope: a scope, as Kineto's `user_annotation` (nests by time)
                 kind, label = t.host_label(SCOPE, name)
-                host((th, start, dur, kind, label, -1, -1, -1, -1, 0, -1))
+                calls = 0
+                if pending and pending.get(name):  # a range the session began again (as the window opened)
+                    s0, ran = pending[name].pop(0)
+                    calls = -1 if ran else 0
+                    if 0 <= s0 < start:
+                        start, dur = s0, end - s0
+                if held is not None and name in suspended:
+                    held.append((th, start, dur, kind, label, -1, -1, -1, -1, calls, -1))
+                else:
+                    host((th, start, dur, kind, label, -1, -1, -1, -1, calls, -1))
                 if children:
                     stack.extend((c, label, None, bw, end) for c in reversed(children))
                 continue
@@ -309,9 +327,46 @@ class TorchEvents:
             host((th, start, dur, kind, label, -1, corr or -1, seq if seq >= 0 else -1, bw, flops, nbytes))
             if children:
                 stack.extend((c, label, None, bw, start + dur) for c in reversed(children))
+        if held:
+            _ran_to_end(held, roots, host)
         t.events_seen += events
         t.host.maybe_spill()
         return events
+
+    def _resumed_ranges(
+        self,
+        own: Any,
+        pending: dict[str, list[tuple[int, bool]]],
+        thread: int,
+        held: list[tuple[int, ...]] | None,
+        suspended: tuple[str, ...],
+    ) -> None:
+        """The session's own call ``own`` began ranges of the program again (safepoint.Ranges.resume): torch's
+        tree has them as leaves below it. Each is the program's: a scope row from the start-up event of the
+        frame that entered it (``pending``) to its end; one that ran on from the last window counts no call."""
+        stack = [own]
+        while stack and any(pending.values()):
+            ev = stack.pop()
+            stack.extend(ev.children)
+            if (self._tags.get(ev.tag) or self._tag(ev)) != "TorchOp":
+                continue
+            try:
+                name = ev.name
+            except UnicodeDecodeError:
+                continue
+            starts = pending.get(name)
+            if not starts:
+                continue
+            s0, ran = starts.pop(0)
+            start, end = ev.start_time_ns, ev.start_time_ns + ev.duration_time_ns
+            if 0 <= s0 < start:
+                start = s0
+            kind, label = self.tables.host_label(Kind.SCOPE, name)
+            row = (thread, start, end - start, kind, label, -1, -1, -1, -1, -1 if ran else 0, -1)
+            if held is not None and name in suspended:
+                held.append(row)
+            else:
+                self.tables.host.data.extend(row)
 
     def _record_cast(self, thread: int, start: int, inputs: Any) -> None:
         """A dtype conversion; the line that asked for it is known once the fold placed it."""
@@ -394,6 +449,23 @@ def _line_run(
     run = (label, {callee})
     runs[caller] = ran_on[where] = run
     return 0
+
+
+def _ran_to_end(rows: list[tuple[int, ...]], roots: Iterable[Any], host: Any) -> None:
+    """A range ended as the window stopped ended inside the session's own call, before the frames inside it
+    (the tracer ends them at the stop): the latest-ending row of each such range runs to the window's end.
+    Then the rows go to the table."""
+    window_end = max((r.start_time_ns + r.duration_time_ns for r in roots), default=0)
+    latest: dict[tuple[int, int], int] = {}  # (thread, label) -> index of the latest-ending row
+    for i, row in enumerate(rows):
+        j = latest.get((row[0], row[4]))
+        if j is None or row[1] + row[2] > rows[j][1] + rows[j][2]:
+            latest[(row[0], row[4])] = i
+    last = set(latest.values())
+    for i, row in enumerate(rows):
+        if i in last and window_end > row[1] + row[2]:
+            row = (*row[:2], window_end - row[1], *row[3:])
+        host(row)
 
 
 def _user_scope_value() -> int:

@@ -18,7 +18,7 @@ from ..attribute.fold_state import Placer
 from ..attribute.tables import EventTables
 from ..model import Frame, FrameKind, Profile, ProfileBuilder
 from ..model.timeline import Category
-from .continued import Chain
+from .continued import Chain, Split
 from .threads import ThreadWatch
 from .torch_events import TorchEvents, casts_by_line
 from .torch_meta import is_device_event
@@ -78,6 +78,7 @@ class WindowFolder:
         notes: list[str],
         compiling: tuple[tuple[int, int], ...] = (),
         continued: Chain = (),
+        split: Split | None = None,
     ) -> int:
         """One window (``prof.kineto_results``) into the tree; returns the events read. ``compiling``: spans
         (ns) in which torch.compile compiled inside the window: their ops are compile work, left out."""
@@ -86,7 +87,13 @@ class WindowFolder:
         conv.regions = 0
         fns = self.threads.where(results, roots) if self.threads is not None else None  # (collect/threads.py)
         events = conv.add(
-            roots, shapes=shapes, cuda=cuda, compiling=compiling, continued=continued, thread_functions=fns
+            roots,
+            shapes=shapes,
+            cuda=cuda,
+            compiling=compiling,
+            continued=continued,
+            split=split,
+            thread_functions=fns,
         )
         if compile_capture is not None and conv.regions:
             try:
