@@ -61,11 +61,22 @@ def test_the_first_whole_steps_are_owed_when_one_step_fits_the_grace() -> None:
     assert act(**{**owed, "step_seconds": 2.0}, whole_steps=0) is Action.CLOSE  # one step costs 4 s > grace
 
 
-def test_inside_a_step_the_window_is_cut_only_well_past_the_allowance() -> None:
+def test_inside_a_step_the_window_is_cut_once_the_cost_passes_the_allowance() -> None:
+    """The allowance is what the header promises: max(grace, fraction x program time)."""
     mid = {"recording": True, "steps": 4, "whole_steps": 3, "program_seconds": 10.0}
-    assert act(**mid, cost=3.5) is Action.NOTHING
-    d = decide(Snapshot(**mid, cost=4.0), BUDGET)  # type: ignore[arg-type]
+    assert act(**mid, cost=2.9) is Action.NOTHING
+    d = decide(Snapshot(**mid, cost=3.1), BUDGET)  # type: ignore[arg-type]
     assert d.action is Action.CLOSE and "inside" in d.reason
+
+
+def test_no_window_opens_blind_on_a_step_of_unknown_length() -> None:
+    """At the first step boundary no step was measured: an open window goes on, but a closed one opens only
+    if a step as long as the run so far fits (an LBFGS step can be the whole program)."""
+    first = {"at_step": True, "steps": 1, "whole_steps": 0, "program_seconds": 2.0, "rate": 3.0, "cost": 2.5}
+    assert act(**first, recording=True) is Action.NOTHING  # (goes on)
+    assert act(**first, recording=False) is Action.NOTHING
+    assert act(**{**first, "cost": 0.2, "program_seconds": 0.5}, recording=False) is Action.OPEN
+    assert act(**first, recording=False, step_seconds=0.05) is Action.OPEN  # a measured short step fits
 
 
 def test_a_short_run_is_recorded_whole_under_the_grace() -> None:

@@ -170,6 +170,7 @@ class Accounts:
         self._window_cost = 0.0  # CPU seconds the windows cost, their fixed part left out ...
         self._window_seconds = 0.0  # ... per CPU second recorded
         self.fixed = 0.0  # the fixed CPU cost of stopping a window, as the last one measured it
+        self._last_rate = 0.0  # the cost rate of the last window long enough to tell it
         self.holds = 0
         self.held_seconds = 0.0
         self.held_steps = 0
@@ -211,7 +212,9 @@ class Accounts:
         """kernelscope's CPU cost per CPU second of the program recorded: measured, once enough was recorded."""
         if not self.measured:
             return ASSUMED_RATE
-        return self._window_cost / max(self._window_seconds, 1e-9)
+        # the run's mean, or the last window's where it was dearer: what a second costs changes with what
+        # the program does (a phase of Python calls costs several times a phase of large ops to stop)
+        return max(self._window_cost / max(self._window_seconds, 1e-9), self._last_rate)
 
     def window_closed(
         self,
@@ -234,8 +237,11 @@ class Accounts:
             self.recorded += window - recording
             self.recorded_wall += window
             self.recorded_cpu += cpu
-        self._window_cost += max(recording + closing.cpu - fixed, 0.0)
+        cost = max(recording + closing.cpu - fixed, 0.0)
+        self._window_cost += cost
         self._window_seconds += cpu
+        if cpu >= TRUSTED_SECONDS:
+            self._last_rate = cost / cpu
         self.fixed = fixed
 
     @property

@@ -29,9 +29,9 @@ GRACE_SECONDS_DEFAULT = 3.0
 MAX_OVERHEAD_DEFAULT = 0.1
 SETUP_SHARE = 1 / 3  # of the grace, for what runs before the first step
 WHOLE_STEPS = 3  # whole steps owed to every run that makes them, when one step fits in the grace
-# Inside a step the open window is cut only when the cost passes the allowance by this factor: the projection
-# of an open window is an estimate, and a cut costs the step.
-OVERRUN = 1.25
+# Inside a step the open window is cut when the cost, the open window projected in, passes the allowance (a
+# cut costs the step; the allowance is what the header promises)
+OVERRUN = 1.0
 OWED_CAP = 2.0  # the owed whole steps may take the cost up to this many times the allowance
 MIN_WINDOW = 0.1  # seconds of the program a window must be able to record to be worth opening (no steps)
 
@@ -127,10 +127,18 @@ def _before_steps(s: Snapshot, budget: Budget) -> Decision:
     return Decision(Action.NOTHING, "before the first step: its share of the budget is spent", True)
 
 
+def _step_estimate(s: Snapshot) -> float:
+    """The next step's length. Before one was measured an open window goes on (the next step measures it),
+    but none opens blind: the step may be as long as the program so far (an LBFGS step can be all of it)."""
+    if s.step_seconds is not None:
+        return s.step_seconds
+    return 0.0 if s.recording else s.program_seconds
+
+
 def _owed(s: Snapshot, budget: Budget) -> bool:
     """One of the first whole steps, one step costs less than the grace to record, and the cost stays within
     twice the allowance (what a run with steps too long for the budget may overrun it by)."""
-    step_cost = (s.step_seconds or 0.0) * s.rate
+    step_cost = _step_estimate(s) * s.rate
     return (
         s.whole_steps < budget.whole_steps
         and step_cost <= budget.grace_seconds
@@ -139,7 +147,7 @@ def _owed(s: Snapshot, budget: Budget) -> bool:
 
 
 def _at_step(s: Snapshot, budget: Budget) -> Decision:
-    step = s.step_seconds or 0.0  # unknown before a step was seen whole: the next step measures it
+    step = _step_estimate(s)
     fits = budget.allows(cost=s.cost + step * s.rate, program_seconds=s.program_seconds + step)
     if fits or _owed(s, budget):
         why = "one more whole step fits the budget" if fits else "one of the first whole steps"
