@@ -303,8 +303,11 @@ class TorchEvents:
                     fl = self._python(site.file_name, site.line_number, site.function_name)
                 except UnicodeDecodeError:
                     fl = _NONE
-                if fl >= 0 and fl != last:  # (a thread's function, for a thread not traced yet: no call counted)
-                    host((th, start, dur, PYTHON, fl, -1, -1, -1, -1, -1 if type(user_fn) is Where else 0, -1))
+                if fl >= 0 and fl != last:
+                    # (no call counted for a thread's function, for a thread not traced yet, nor for a function
+                    # that ran on from the last window: torch gives its line at the window's start, not its def)
+                    counted = type(user_fn) is not Where and id(user_fn) not in ran_on_fns
+                    host((th, start, dur, PYTHON, fl, -1, -1, -1, -1, 0 if counted else -1, -1))
             kind, label = self._op(name)
             if name.startswith(BACKWARD_PREFIX):
                 bw = 1
@@ -441,8 +444,11 @@ def _line_run(
     of it (``self.drop(self.encoder(x))``) until a callee repeats (``for block in blocks: x = block(x)`` calls
     the same class each time round) or another line of the frame runs between them. ``caller``: the calling
     frame in this window; a frame that ran on from the last window (``caller_ran_on``) goes on with the run it
-    had there, found by ``where`` (thread, file, function) in ``ran_on``, which outlives the window."""
-    run = ran_on.get(where) if caller_ran_on else runs.get(caller)
+    had there, found by ``where`` (thread, file, function) in ``ran_on``, which outlives the window, until its run
+    in this window is known (``where`` is shared by the functions of one name in one file)."""
+    run = runs.get(caller)
+    if run is None and caller_ran_on:
+        run = ran_on.get(where)
     if run is not None and run[0] == label and callee not in run[1]:
         run[1].add(callee)
         return -1
