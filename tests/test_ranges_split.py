@@ -96,3 +96,9 @@ def test_windows_turn_over_inside_ranges_and_an_lbfgs_step() -> None:
         _under(one, "aten::addmm", "Optimizer.step#LBFGS.step")[1],
     )
     assert not [w for w in many.metadata.get("warnings", []) if "clipped" in w]
+    # a range begun again sits inside the line that entered it, not around it
+    count = many.exclusive("count")
+    for n in range(1, len(many)):
+        if many.frame_of(n).name == "Optimizer.step#LBFGS.step":
+            parent = int(many.parent[n])
+            assert many.frame_of(parent).kind.value == "python" and count[parent] == 1, many.path(n)

@@ -133,5 +133,6 @@ class Split:
         out: dict[str, list[tuple[int, bool]]] = {}
         for i, name, ran_on in self.ranges:
             ev = events.get(i)
-            out.setdefault(name, []).append((ev.start_time_ns if ev is not None else -1, ran_on))
+            # (1 ns in: the frame's own row, which starts with its event and runs past the range, sorts outside it)
+            out.setdefault(name, []).append((ev.start_time_ns + 1 if ev is not None else -1, ran_on))
         return out
