@@ -164,3 +164,36 @@ def test_the_session_s_own_window_change_is_not_the_line_s_time(tmp_path: Path) 
     w.fold([randn])
     cpu = paths(w.profile(), "cpu_time_ns")
     assert cpu == {"train.py:2 <module>": 200.0, "train.py:2 <module> > aten::randn": 100.0}
+
+
+def test_a_range_begun_again_sits_inside_the_line_that_entered_it(tmp_path: Path) -> None:
+    """A window opened inside an LBFGS step: the session began ``Optimizer.step#LBFGS.step`` again (a leaf of its
+    own call) and ended it at the stop. Its row runs from the start-up event of the optimizer's wrapper, which
+    entered it, to the window's end; the `opt.step(closure)` line's row starts with that same event and also
+    runs to the end, and stays outside it; the range ran on from the last window: no call."""
+    from kernelscope.collect.continued import Split
+
+    u = user(tmp_path)
+    live = str(Path(__import__("kernelscope").__file__).parent / "collect" / "torch_live.py")
+    name = "Optimizer.step#LBFGS.step"
+    own = call(
+        _site(live, 1, "_decide_and_act"), _site(live, 2, "_change"), 40, 20, op(name, 45, 5, scope="USER_SCOPE")
+    )
+    mm = call(_site(u, 43, "closure"), _site("torch/functional.py", 1, "mm"), 100, 50, op("aten::mm", 110, 30))
+    closure = call(_site("torch/optim/lbfgs.py", 9, "step"), _site(u, 40, "closure"), 30, 970, own, mm)
+    step = call(
+        _site("torch/optim/optimizer.py", 5, "wrapper"), _site("torch/optim/lbfgs.py", 1, "step"), 20, 980, closure
+    )
+    wrapper = call(_site(u, 47, "main"), _site("torch/optim/optimizer.py", 4, "wrapper"), 10, 990, step)
+    main = call(_site(u, 53, "<module>"), _site(u, 32, "main"), 0, 1000, wrapper)
+    chain = (("<module>", True), ("main", True), ("wrapper", True), ("step", True), ("closure", True))
+    split = Split(stack=("main", "wrapper", "step", "closure"), ranges=((1, name, True),), suspended=(name,))
+    w = Window()
+    w.events.add([main], shapes=False, cuda=False, continued=chain, split=split)
+    w.engine.fold()
+    w.engine.flush()
+    counts = paths(w.profile(), "count")
+    inside = f"train.py:53 <module> > train.py:47 main > [{name}] > train.py:43 closure > aten::mm"
+    assert counts.get(inside) == 1.0, counts
+    assert f"train.py:53 <module> > train.py:47 main > [{name}]" not in counts  # (ran on: counted in its first window)
+    assert not w.warnings
