@@ -65,9 +65,12 @@ class OpenFrames:
 def _aligned(roots: Iterable[Any], names: tuple[str, ...], tag_of: Callable[[Any], str]) -> dict[int, Any]:
     """The start-up ``PyCall`` events (the first-child chain from a root) of the frames of a stack (function
     ``names``, outermost first), by index in the stack. The two are aligned at their inner end: torch may
-    leave out the outermost frames of a deep stack, and records frames inside the window's start below it."""
+    leave out the outermost frames of a deep stack, and records frames inside the window's start below it.
+    Of the roots (one per thread), the one whose chain matches the most frames: another thread's chain can
+    hold a frame of the same name (``inner``, ``wrapper``)."""
+    best: dict[int, Any] = {}
     if not names:
-        return {}
+        return best
     for root in roots:
         events: list[Any] = []
         ev: Any = root
@@ -84,8 +87,9 @@ def _aligned(roots: Iterable[Any], names: tuple[str, ...], tag_of: Callable[[Any
             out[c] = events[e]
             e -= 1
             c -= 1
-        return out
-    return {}
+        if len(out) > len(best):
+            best = out
+    return best
 
 
 def continued_events(roots: Iterable[Any], chain: Chain, tag_of: Callable[[Any], str]) -> set[tuple[int, int]]:

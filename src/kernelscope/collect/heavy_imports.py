@@ -28,11 +28,18 @@ class ImportWatch:
     def __init__(self, starting: Callable[[str], None]) -> None:
         self._starting = starting
         self.pending: list[str] = []  # imports begun and maybe not finished
+        # modules whose import failed (not installed): a library may try one at every step (transformers'
+        # Trainer tries `lomo_optim`); trying again costs nothing worth a pause
+        self.missing: set[str] = set()
 
     def find_spec(
         self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        if name not in sys.modules and threading.current_thread() is threading.main_thread():
+        if (
+            name not in sys.modules
+            and name not in self.missing
+            and threading.current_thread() is threading.main_thread()
+        ):
             self.pending.append(name)  # (the session records the main thread: imports elsewhere are theirs)
             self._starting(name)
         return None  # finds nothing: the import goes on as it would
@@ -55,6 +62,8 @@ class ImportWatch:
             mod = sys.modules.get(self.pending[-1])
             if mod is not None and getattr(getattr(mod, "__spec__", None), "_initializing", False):
                 return True
+            if mod is None:
+                self.missing.add(self.pending[-1])
             self.pending.pop()
         return False
 
