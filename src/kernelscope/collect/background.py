@@ -179,7 +179,6 @@ def _child(fold: Callable[[], Folded], path: str) -> None:
         import gc
 
         gc.disable()  # short-lived: its garbage goes with it
-        os.nice(19)  # a helper: the program's threads (torch's intra-op pool) get the cores first
         cpu0, wall0 = time.process_time(), time.perf_counter()
         try:
             result = fold()
