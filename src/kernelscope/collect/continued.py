@@ -111,9 +111,8 @@ class Split:
     window's end, with the frames inside it."""
 
     stack: tuple[str, ...] = ()  # the program's stack as the window opened: function names, outermost first
-    ranges: tuple[
-        tuple[int, str, bool], ...
-    ] = ()  # (its frame's index in ``stack``, name, ran on from the last window)
+    # per range begun again: (its frame's index in ``stack``, name, ran on from the last window)
+    ranges: tuple[tuple[int, str, bool], ...] = ()
     suspended: tuple[str, ...] = ()
 
     @classmethod

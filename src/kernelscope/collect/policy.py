@@ -29,9 +29,6 @@ GRACE_SECONDS_DEFAULT = 3.0
 MAX_OVERHEAD_DEFAULT = 0.1
 SETUP_SHARE = 1 / 3  # of the grace, for what runs before the first step
 WHOLE_STEPS = 3  # whole steps owed to every run that makes them, when one step fits in the grace
-# Inside a step the open window is cut when the cost, the open window projected in, passes the allowance (a
-# cut costs the step; the allowance is what the header promises)
-OVERRUN = 1.0
 OWED_CAP = 2.0  # the owed whole steps may take the cost up to this many times the allowance
 MIN_WINDOW = 0.1  # seconds of the program a window must be able to record to be worth opening (no steps)
 
@@ -110,7 +107,8 @@ def decide(s: Snapshot, budget: Budget) -> Decision:
         if not s.sampled and s.cost + s.rate * MIN_WINDOW <= budget.allowance(s.program_seconds):
             return Decision(Action.OPEN, "recording everything while it fits the budget")
         return Decision(Action.NOTHING, "windows open at step boundaries: a recorded step is a whole step", True)
-    if s.cost > OVERRUN * budget.allowance(s.program_seconds) and not _owed(s, budget):
+    # (inside a step the cut waits for the allowance itself, the open window projected in: what the header promises)
+    if s.cost > budget.allowance(s.program_seconds) and not _owed(s, budget):
         return Decision(Action.CLOSE, "this step costs more to record than the budget allows: cut inside it", True)
     return _keep(s, "recording a whole step")
 

@@ -134,13 +134,17 @@ class TorchEvents:
         tags = self._tags
         user_files = self._user
         session_files = self._session_files
-        PYTHON, MODULE, OP, SCOPE, MEMORY = Kind.PYTHON, Kind.MODULE, Kind.OP, Kind.SCOPE, Kind.MEMORY
+        PYTHON, MODULE, OP, MEMORY = Kind.PYTHON, Kind.MODULE, Kind.OP, Kind.MEMORY
         OVERHEAD = Kind.OVERHEAD
         roots = list(roots)
         top = {id(r) for r in roots}
-        ran_on = continued_events(roots, continued, lambda ev: tags.get(ev.tag) or self._tag(ev))
+
+        def tag_of(ev: Any) -> str:
+            return tags.get(ev.tag) or self._tag(ev)
+
+        ran_on = continued_events(roots, continued, tag_of)
         # per range name: where each range begun again at the open starts its row, whether it counts a call
-        pending = split.starts(roots, lambda ev: tags.get(ev.tag) or self._tag(ev)) if split else None
+        pending = split.starts(roots, tag_of) if split else None
         # the rows of ranges ended at the stop, and of any range of those names: held to the end (``_ran_to_end``)
         held: list[tuple[int, ...]] | None = [] if split and split.suspended else None
         suspended = split.suspended if split else ()
@@ -191,7 +195,7 @@ class TorchEvents:
                             th = threads[ev.start_tid] = thread_of(pid, ev.start_tid)
                         host((th, ev.start_time_ns, ev.duration_time_ns, OVERHEAD, -1, -1, -1, -1, -1, 0, -1))
                         if pending:  # the program's ranges that the session began again under this window
-                            self._resumed_ranges(ev, pending, th, held, suspended)
+                            self._resumed_ranges(ev, th, pending, held, suspended)
                         continue
                     if user:  # most calls come from library code: read the line only for user files
                         label = self._python(file, caller.line_number, caller.function_name)
@@ -281,17 +285,7 @@ class TorchEvents:
             value = getattr(scope, "value", None)
             if (value == user_scope) if value is not None else (scope.name == "USER_SCOPE"):
                 # record_function / a C++ user scope: a scope, as Kineto's `user_annotation` (nests by time)
-                kind, label = t.host_label(SCOPE, name)
-                calls = 0
-                if pending and pending.get(name):  # a range the session began again (as the window opened)
-                    s0, ran = pending[name].pop(0)
-                    calls = -1 if ran else 0
-                    if 0 <= s0 < start:
-                        start, dur = s0, end - s0
-                if held is not None and name in suspended:
-                    held.append((th, start, dur, kind, label, -1, -1, -1, -1, calls, -1))
-                else:
-                    host((th, start, dur, kind, label, -1, -1, -1, -1, calls, -1))
+                label = self._range_row(th, name, start, end, pending, held, suspended)
                 if children:
                     stack.extend((c, label, None, bw, end) for c in reversed(children))
                 continue
@@ -336,17 +330,44 @@ class TorchEvents:
         t.host.maybe_spill()
         return events
 
+    def _range_row(
+        self,
+        thread: int,
+        name: str,
+        start: int,
+        end: int,
+        pending: dict[str, list[tuple[int, bool]]] | None,
+        held: list[tuple[int, ...]] | None,
+        suspended: tuple[str, ...],
+    ) -> int:
+        """The row of a ``record_function`` range; returns its label. One the session began again as the window
+        opened (``pending``) starts where the frame that entered it starts, and counts no call if it ran on
+        from the last window; one of a name ended at the stop is held for ``_ran_to_end``."""
+        kind, label = self.tables.host_label(Kind.SCOPE, name)
+        calls = 0
+        starts = pending.get(name) if pending else None
+        if starts:
+            s0, ran = starts.pop(0)
+            calls = -1 if ran else 0
+            if 0 <= s0 < start:
+                start = s0
+        row = (thread, start, end - start, kind, label, -1, -1, -1, -1, calls, -1)
+        if held is not None and name in suspended:
+            held.append(row)
+        else:
+            self.tables.host.data.extend(row)
+        return label
+
     def _resumed_ranges(
         self,
         own: Any,
-        pending: dict[str, list[tuple[int, bool]]],
         thread: int,
+        pending: dict[str, list[tuple[int, bool]]],
         held: list[tuple[int, ...]] | None,
         suspended: tuple[str, ...],
     ) -> None:
         """The session's own call ``own`` began ranges of the program again (safepoint.Ranges.resume): torch's
-        tree has them as leaves below it. Each is the program's: a scope row from the start-up event of the
-        frame that entered it (``pending``) to its end; one that ran on from the last window counts no call."""
+        tree has them as leaves below it, but they are the program's (``_range_row``)."""
         stack = [own]
         while stack and any(pending.values()):
             ev = stack.pop()
@@ -357,19 +378,9 @@ class TorchEvents:
                 name = ev.name
             except UnicodeDecodeError:
                 continue
-            starts = pending.get(name)
-            if not starts:
-                continue
-            s0, ran = starts.pop(0)
-            start, end = ev.start_time_ns, ev.start_time_ns + ev.duration_time_ns
-            if 0 <= s0 < start:
-                start = s0
-            kind, label = self.tables.host_label(Kind.SCOPE, name)
-            row = (thread, start, end - start, kind, label, -1, -1, -1, -1, -1 if ran else 0, -1)
-            if held is not None and name in suspended:
-                held.append(row)
-            else:
-                self.tables.host.data.extend(row)
+            if pending.get(name):
+                end = ev.start_time_ns + ev.duration_time_ns
+                self._range_row(thread, name, ev.start_time_ns, end, pending, held, suspended)
 
     def _record_cast(self, thread: int, start: int, inputs: Any) -> None:
         """A dtype conversion; the line that asked for it is known once the fold placed it."""
