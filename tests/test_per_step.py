@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from conftest import REPO, build, env_without_color
-from kernelscope.analysis.advisor import Finding, Severity, per_step_savings
+from kernelscope.analysis.advisor import Finding, Severity, per_step_savings, run_rules
 from kernelscope.analysis.diff import diff, regressions
 from kernelscope.analysis.per_step import NOT_RECORDED, Steps, scale_of, scales_of, series_scale_of
 from kernelscope.cli.main import main
@@ -115,6 +115,30 @@ def test_advisor_savings_of_a_sample_are_per_step() -> None:
     (got,) = per_step_savings([finding], scale_of(coverage(3, 20)))
     assert got.estimated_saving_ms == 20.0 and got.saving_method == "all; per step (mean of 3 recorded steps of 20)"
     assert per_step_savings([finding], scale_of(coverage(3, 3))) == [finding]
+
+
+def chain(recorded: int, steps: int) -> Profile:
+    """A line that runs four elementwise ops of 1 ms each, once a step, in ``recorded`` of ``steps`` steps."""
+    ops = ("aten::add", "aten::mul", "aten::clamp", "aten::reciprocal")
+    paths = [([LINE, Frame.op(op)], {"time_ns": 1e6 * recorded, "count": recorded}) for op in ops]
+    return build(paths, coverage(recorded, steps))
+
+
+def test_advisor_reads_a_sample_per_step() -> None:
+    """The rules see one mean step of a sample: the same evidence, occurrences and saving however many steps the
+    budget recorded (before, the evidence quoted the sample's totals: "3 execution(s), 12.0 ms")."""
+    few, more = (run_rules(chain(n, 40), only={"unfused_elementwise"}) for n in (3, 12))
+
+    def read(f: Finding) -> dict[str, Any]:
+        return {k: v for k, v in f.to_json().items() if k != "saving_method"}  # (it names the steps recorded)
+
+    assert [read(f) for f in few] == [read(f) for f in more] and len(few) == 1
+    (f,) = few
+    assert f.evidence.startswith("per execution: add×1, clamp×1, mul×1, reciprocal×1; 1 execution(s), 4.0 ms")
+    assert f.estimated_saving_ms == 3.0 and f.occurrences == 1
+    assert f.saving_method.endswith("per step (mean of 3 recorded steps of 40)")
+    (whole,) = run_rules(chain(12, 12), only={"unfused_elementwise"})  # a complete run: its totals, as recorded
+    assert whole.estimated_saving_ms == 36.0 and "12 execution(s)" in whole.evidence
 
 
 def test_report_header_gives_the_per_step_factor() -> None:

@@ -11,8 +11,11 @@ no recorded steps (imports, runs without steps, windows inside a step) are read 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..model import Profile
 
 NOT_RECORDED = "not in the recorded steps"
 
@@ -84,6 +87,16 @@ def series_scale_of(metadata: dict[str, Any]) -> StepScale:
     return _scale(steps, steps.recorded > 0)
 
 
+def per_step_view(profile: Profile, scale: StepScale) -> Profile | None:
+    """The profile with every metric read per step (each column times ``scale.factor``), for the analyses that
+    quote its values; None where it cannot be read so: values read as recorded, or a timeline (its spans are of
+    the sample, and the analyses measure tree values against them)."""
+    if not scale.per_step or (profile.timeline is not None and len(profile.timeline)):
+        return None
+    metrics = {name: col * scale.factor for name, col in profile.metrics.items()}
+    return replace(profile, metrics=metrics, metadata={**profile.metadata, "per_step": statement(scale)})
+
+
 def statement(scale: StepScale) -> str | None:
     """The words that go with values read per step; None when they are read as recorded."""
     return f"per step ({scale.steps.words()})" if scale.per_step else None
@@ -100,6 +113,7 @@ __all__ = [
     "StepScale",
     "Steps",
     "comparison_statement",
+    "per_step_view",
     "scale_of",
     "scales_of",
     "series_scale_of",

@@ -18,7 +18,7 @@ from typing import Any
 
 from ...errors import UsageError
 from ...model import Profile
-from ..per_step import StepScale, scale_of, statement
+from ..per_step import StepScale, per_step_view, scale_of, statement
 
 
 class Severity(enum.Enum):
@@ -177,14 +177,33 @@ def run_rules(
     kind = run_kind(profile)
     selected = [r for r in rules() if (only is None or r.name in only) and kind in r.applies]
     values = resolve_thresholds(thresholds, selected)
+    scale = scale_of(profile.metadata)
+    # a sample of whole steps is read per step (analysis.per_step): the rules see one mean step, so evidence,
+    # thresholds and savings are per step and do not depend on how many steps the budget recorded
+    view = per_step_view(profile, scale)
     findings: list[Finding] = []
     for r in selected:
-        findings.extend(r.check(profile, values[r.name]))
-    return sorted(per_step_savings(group_findings(findings), scale_of(profile.metadata)), key=_order)
+        findings.extend(r.check(view if view is not None else profile, values[r.name]))
+    grouped = group_findings(findings)
+    if view is not None:
+        return sorted(_per_step_words(grouped, scale), key=_order)
+    return sorted(per_step_savings(grouped, scale), key=_order)
+
+
+def _per_step_words(findings: list[Finding], scale: StepScale) -> list[Finding]:
+    """Findings of a per-step view: their savings are per step already, say so."""
+    words = statement(scale)
+    return [
+        f
+        if f.estimated_saving_ms is None
+        else replace(f, saving_method="; ".join(x for x in (f.saving_method, words) if x))
+        for f in findings
+    ]
 
 
 def per_step_savings(findings: list[Finding], scale: StepScale) -> list[Finding]:
-    """In a sample of whole steps, savings are per step (``analysis.per_step``): what a step would save."""
+    """In a sample of whole steps read as recorded (a timeline's spans are of the sample), savings are per step
+    (``analysis.per_step``): what a step would save."""
     words = statement(scale)
     if words is None:
         return findings
