@@ -22,6 +22,17 @@ STEPS = 200  # enough for several 0.1-s windows on a fast machine
 def _train(steps: int = STEPS) -> None:
     import torch
 
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # (a program that leaves a core free: with two threads on two cores none is)
+    try:
+        _steps(steps)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _steps(steps: int) -> None:
+    import torch
+
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(), torch.nn.Linear(512, 256))
     opt = torch.optim.AdamW(model.parameters())
@@ -122,6 +133,20 @@ def test_no_temporary_folder_means_inline_not_a_broken_recording(monkeypatch: py
     fold = profile.metadata["recording"]["fold"]
     assert fold["windows"] == 0 and "could not fork (Permission denied)" in fold["stopped"], fold
     assert _op_calls(profile)["aten::addmm"] == 2 * STEPS  # every window folded inline
+
+
+def test_a_program_that_keeps_every_core_busy_folds_inline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a window no child ran beside tells what the program asks for: beside one, its threads get less."""
+    from kernelscope.collect import background
+
+    monkeypatch.setattr(background, "_cores", lambda: 2)
+    b = background.BackgroundFold()
+    monkeypatch.setattr(background, "FORK_AVAILABLE", True)
+    assert b.room(1.0, 1.1, clean=True) and b.off is None  # one busy thread: a core is free
+    assert b.room(1.0, 1.4, clean=False) and b.off is None  # (a child ran beside it: says nothing)
+    assert not b.room(1.0, 1.9, clean=True)  # two intra-op threads on two cores
+    assert b.off is not None and b.off.startswith("no free core: the program's own threads kept 1.9 of 2 cores")
+    assert not b.usable() and not b.room(1.0, 0.5, clean=True)  # for the rest of the run
 
 
 def test_fold_mode_is_checked() -> None:

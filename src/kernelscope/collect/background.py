@@ -11,8 +11,17 @@ soon after it folded.
 
 One child at a time, so the folder's state is always the parent's plus at most one window. A child that fails
 loses its window (said in a warning, counted as a lost window) and background folding stops for the run. So it
-does where no core is free: a process with one core, or a child that got less than ``FREE_CORE_SHARE`` of a core
-while it folded (it competed with the program, which then runs slower than with the fold inline).
+does where no core is free:
+- a process with one core;
+- a child that got less than ``FREE_CORE_SHARE`` of a core while it folded (it competed with the program, which
+  then runs slower than with the fold inline);
+- a window that no child ran beside, in which the program itself kept every core busy (its CPU seconds over the
+  window's wall seconds leave less than ``FREE_CORE_LEFT`` of a core: torch's intra-op threads on a CPU run). A
+  child beside such a program takes a core its threads wait for: on the 2-core VM the tiny-op program (two
+  intra-op threads) ran its recorded part 3 times slower beside a child (recorded op time 4.8 s, against 1.6 s with
+  the fold inline), and its profile said so. Beside a child the program's share understates what it asks for, so
+  only a window without one decides.
+
 Where the fold touches state that lives only in the parent (torch.compile's capture, native sampling, the
 program's own threads, the shape and allocation sample), windows are folded inline, as without this.
 Linux only (``os.fork``); elsewhere, and with ``run --fold inline``, every window folds inline.
@@ -38,6 +47,9 @@ FORK_AVAILABLE = sys.platform.startswith("linux") and hasattr(os, "fork")
 # free core (a busy neighbour, a one-core container), and folding beside the program slows it down. Later windows
 # fold inline.
 FREE_CORE_SHARE = 0.75
+# A window in which the program's own threads left less than this share of a core idle: no core is free for a
+# child (see ``BackgroundFold.room``).
+FREE_CORE_LEFT = 0.75
 # the folder's own attributes that live in the parent (callbacks, samplers, hooks): never sent back
 _PARENT_ONLY = frozenset({"events", "threads", "native", "scope_metrics"})
 _EVENTS_PARENT_ONLY = frozenset({"module_path"})
@@ -85,6 +97,21 @@ class BackgroundFold:
         if self.off is None and _cores() < 2:
             self.off = "one core: no core is free beside the program"
         return self.off is None
+
+    def room(self, window: float, cpu: float, clean: bool) -> bool:
+        """Did the program leave a core free while the window was open (``cpu`` seconds of the process over
+        ``window`` wall seconds)? Only a ``clean`` window (no child ran beside it) can tell: beside a child the
+        program's threads get less than they ask for. Where it did not, background folding stops for the run."""
+        if not clean or window <= 0:
+            return self.off is None
+        used = cpu / window
+        if _cores() - used >= FREE_CORE_LEFT:
+            return self.off is None
+        self.off = (
+            f"no free core: the program's own threads kept {used:.1f} of {_cores()} cores busy while it was "
+            "recorded (torch's intra-op threads); windows fold inline"
+        )
+        return False
 
     def fork(self, fold: Callable[[], Folded], adopt: Callable[[Folded | None, str | None], None]) -> bool:
         """Run ``fold`` in a child; False (nothing started) when the process could not fork."""

@@ -78,6 +78,7 @@ class Recorder:
         self._split: Split | None = None  # the program's ranges split at the open window's edges
         self._start = 0.0
         self._cpu = 0.0
+        self._clean = True  # no child folded beside the open window (its CPU share is the program's own demand)
         self._uncollected = 0
         self._frozen = False  # the objects older than the open window are frozen (see _collect)
         # windows folded in a forked child while the program runs on (background.py)
@@ -144,6 +145,7 @@ class Recorder:
 
             self.triton = LaunchRecorder.install_if_available()
         self.prof = prof
+        self._clean = self.background is None or not self.background.busy
         self.safety.opened()
         self.windows += 1
         self._paused(begun_ns)
@@ -186,7 +188,7 @@ class Recorder:
         events = 0
         ops = 0.0
         pending = False
-        if lost is None and not inline and self._can_fold_behind(cpu):
+        if lost is None and not inline and self._can_fold_behind(window, cpu):
             pending = self._fold_behind(prof.kineto_results, Closed(window, cpu, 0, 0.0), snapshots)
         if lost is None and not pending:
             ops0 = self._op_seconds()
@@ -207,10 +209,10 @@ class Recorder:
         self._paused(begun_ns)
         return Closed(window, cpu, events, ops, lost=lost is not None, pending=pending)
 
-    def _can_fold_behind(self, cpu: float) -> bool:
-        """May this window fold in a child? Not a short one (forking costs more than folding it), nor where
-        the fold reads or writes what only this process holds: torch.compile's capture, native sampling, the
-        program's threads."""
+    def _can_fold_behind(self, window: float, cpu: float) -> bool:
+        """May this window fold in a child? Not a short one (forking costs more than folding it), nor one whose
+        program kept every core busy (background.py), nor where the fold reads or writes what only this process
+        holds: torch.compile's capture, native sampling, the program's threads."""
         b = self.background
         return (
             b is not None
@@ -219,6 +221,7 @@ class Recorder:
             and self.compile is None
             and self.folder.native is None
             and not self.threads.functions
+            and b.room(window, cpu, self._clean)
         )
 
     def _fold_behind(self, results: Any, closed: Closed, snapshots: tuple[bool, bool]) -> bool:
