@@ -13,12 +13,12 @@ class ModuleRegistry:
     out when a window is folded, from the outermost modules seen.
     """
 
-    def __init__(self, on_call: Any = None, on_outer_return: Any = None) -> None:
+    def __init__(self, on_call: Any = None, on_outer_call: Any = None) -> None:
         self._seen: dict[int, Any] = {}
         self._paths: dict[int, tuple[str, str]] = {}
         self._handles: list[Any] = []
         self._on_call = on_call  # called at every eager module call: a safe point between ops
-        self._on_outer_return = on_outer_return  # called when the outermost module call returns
+        self._on_outer_call = on_outer_call  # called with the module as an outermost module call begins
         self.depth = 0  # eager module calls open on the main thread
 
     def install(self) -> None:
@@ -28,7 +28,7 @@ class ModuleRegistry:
 
         seen = self._seen
         is_compiling = torch.compiler.is_compiling
-        on_call, on_outer_return = self._on_call, self._on_outer_return
+        on_call, on_outer_call = self._on_call, self._on_outer_call
         main = threading.main_thread()
         registry = self
 
@@ -40,14 +40,14 @@ class ModuleRegistry:
                 seen.setdefault(id(module), module)
                 if threading.current_thread() is main:
                     registry.depth += 1
+                    if registry.depth == 1 and on_outer_call is not None:
+                        on_outer_call(module)  # (first: a step that begins here begins before this call)
                 if on_call is not None:
                     on_call()
 
         def returned(module: Any, args: Any, output: Any) -> None:
             if not is_compiling() and threading.current_thread() is main and registry.depth > 0:
                 registry.depth -= 1
-                if registry.depth == 0 and on_outer_return is not None:
-                    on_outer_return()
 
         hooks = torch.nn.modules.module
         self._handles = [

@@ -1,13 +1,19 @@
 """Step boundaries found without the program's help.
 
 A training or inference program has steps whether or not it calls ``kernelscope.step()``: an optimizer's
-``step()`` returning (torch's global optimizer hooks), and, in a program with no optimizer, the outermost
-``nn.Module`` call returning to the program's code. ``kernelscope.step()`` wins: once the program calls
-it, only its calls count. Optimizer steps win over module calls: once an optimizer step has been seen,
-module returns are no longer steps (an LBFGS closure's forward passes are steps until the optimizer's
-own step returns). When a source wins over another, the steps the other counted are dropped
-(``on_restart``): they were parts of the first step of the winner (a module call, then the optimizer
-step, then ``kernelscope.step()`` end one training step). The session's plan and budget count these steps.
+``step()`` returning (torch's global optimizer hooks), and, in a program with no optimizer, the call of its step
+module: the first module the program calls (as an outermost call, not from inside another module) a second time.
+A step runs from one call of it to the next, so it holds that call's forward, what the program does with the
+output (a loss module, backward(), a hand-written update) and nothing of the next call's: a boundary at the
+module's return would cut each forward from its backward (a loop with no optimizer object, as pytorch/examples'
+word_language_model, read two "steps" an iteration, a loss module's call being the second, and each held one
+iteration's backward with the next one's forward). Other outermost modules (a loss, a discriminator) are parts
+of the step. ``kernelscope.step()`` wins: once the program calls it, only its calls count. Optimizer steps win
+over module calls: once an optimizer step has been seen, module calls are no longer steps (an LBFGS closure's
+forward passes are steps until the optimizer's own step returns). When a source wins over another, the steps the
+other counted are dropped (``on_restart``): they were parts of the first step of the winner (module calls, then
+the optimizer step, then ``kernelscope.step()`` end one training step). The session's plan and budget count
+these steps.
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ class StepDetector:
         self._on_step = on_step
         self._on_restart = on_restart
         self.source: str | None = None  # what the steps counted so far came from
-        self._pending = False  # an outer module call returned; not yet known to be a step
+        self._outer: set[int] = set()  # the modules called as outermost calls so far (ids), until one repeats
+        self._module: int | None = None  # the step module, once one has
         self._handles: list[Any] = []
 
     def install(self) -> None:
@@ -47,11 +54,9 @@ class StepDetector:
 
     def explicit(self) -> None:
         """The program called ``kernelscope.step()``."""
-        self._pending = False
         self._adopt("explicit")
 
     def _optimizer_pre(self, *_: Any) -> None:
-        self._pending = False
         if self.source != "explicit":
             self._adopt("optimizer")
 
@@ -59,14 +64,17 @@ class StepDetector:
         if self.source == "optimizer":
             self._on_step()
 
-    def outer_module_returned(self) -> None:
-        """Module returns become steps at the second one with no optimizer step between (then both count):
-        a training loop's forward pass is followed by its optimizer step, an inference loop's by the next."""
+    def outer_module_called(self, module: int) -> None:
+        """An outermost module call begins (``module``: its id). The first module called a second time is the
+        step module: that call ends the first step (set-up and the first call are what ran before it), and each
+        later call of it ends one more."""
         if self.source == "module":
-            self._on_step()
+            if module == self._module:
+                self._on_step()
         elif self.source is None:
-            if self._pending:
-                self.source = "module"
+            if module in self._outer:
+                self.source, self._module = "module", module
+                self._outer.clear()
                 self._on_step()
-                self._on_step()
-            self._pending = True
+            elif len(self._outer) < 64:  # (a program that calls many modules once each: its set-up)
+                self._outer.add(module)

@@ -63,7 +63,7 @@ class Session:
         self.log = StepLog()
         self.sampling = Sampling(o.shapes, o.memory, o.shape_seconds)
         self.scope_metrics: dict[str, deque[dict[str, float]]] = defaultdict(deque)
-        self.modules = ModuleRegistry(self._on_module_call, self._on_outer_module_return)
+        self.modules = ModuleRegistry(self._on_module_call, self._on_outer_module_call)
         self.safety = StackSafety()
         self.recorder = Recorder(
             self.sampling, self.safety, self.modules.path, self.scope_metrics, background=o.fold == "background"
@@ -287,8 +287,8 @@ class Session:
             self._begin()
         self._checkpoint()
 
-    def _on_outer_module_return(self) -> None:
-        self.step_source.outer_module_returned()
+    def _on_outer_module_call(self, module: Any) -> None:
+        self.step_source.outer_module_called(id(module))
 
     def _reopen_soon(self) -> None:
         """A window was stopped for something that is over soon (an import, a compile): ask at every torch
