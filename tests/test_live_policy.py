@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from kernelscope.collect.accounts import Accounts, StepLog
+from kernelscope.collect.accounts import Accounts, Spend, StepLog
 from kernelscope.collect.options import LiveOptions
 from kernelscope.collect.plan import Plan
 from kernelscope.collect.policy import Action, Budget, Snapshot, decide
@@ -181,6 +181,24 @@ def test_program_time_is_wall_time_less_kernelscopes_cost_and_never_less_than_it
     assert cov["program_seconds"] == pytest.approx(3.01 - 2.11)
     assert cov["program_cpu_seconds"] == pytest.approx(2.51 - 2.11)
     assert cov["program_seconds"] >= cov["recorded_seconds"] >= 0.4
+
+
+def test_once_steps_were_measured_the_rate_is_theirs() -> None:
+    """A set-up of Python calls (word_lm tokenizing its corpus: 1 s to stop a 0.1-s window) must not price the
+    steps: the run's mean held word_lm's steps back at ten times their cost for dozens of steps."""
+    a = Accounts(BUDGET, clock=FakeClock(), cpu_clock=FakeCPU())
+
+    def window(cpu: float, closing_cpu: float) -> None:
+        a.window_closed(window=cpu, cpu=cpu, events=0, op_seconds=cpu, closing=Spend(closing_cpu, closing_cpu))
+
+    window(0.1, 1.0)  # set-up
+    assert a.rate == pytest.approx(10.0)
+    a.steps_began()
+    assert a.rate == pytest.approx(10.0)  # (no step measured yet: the set-up's rate, not a guess)
+    window(0.2, 0.1)
+    assert a.rate == pytest.approx(0.5)  # the steps' own
+    window(0.2, 0.3)
+    assert a.rate == pytest.approx(1.5)  # the dearer of their mean and the last one
 
 
 def test_the_budget_hold_is_counted_once_until_released() -> None:

@@ -171,6 +171,12 @@ class Accounts:
         self._window_seconds = 0.0  # ... per CPU second recorded
         self.fixed = 0.0  # the fixed CPU cost of stopping a window, as the last one measured it
         self._last_rate = 0.0  # the cost rate of the last window long enough to tell it
+        # the same, of the windows closed since the program's first step boundary: set-up (a phase of Python
+        # calls, tokenizing a corpus) can cost ten times a step to record, and would hold the steps back long after
+        self._in_steps = False
+        self._step_cost = 0.0
+        self._step_seconds = 0.0
+        self._step_last = 0.0
         self.holds = 0
         self.held_seconds = 0.0
         self.held_steps = 0
@@ -207,9 +213,16 @@ class Accounts:
     def measured(self) -> bool:
         return self._window_seconds >= TRUSTED_SECONDS
 
+    def steps_began(self) -> None:
+        """The program's first step boundary: from here the rate is measured on the windows of its steps."""
+        self._in_steps = True
+
     @property
     def rate(self) -> float:
-        """kernelscope's CPU cost per CPU second of the program recorded: measured, once enough was recorded."""
+        """kernelscope's CPU cost per CPU second of the program recorded: measured, once enough was recorded;
+        once its steps have been, on them alone."""
+        if self._step_seconds >= TRUSTED_SECONDS:
+            return max(self._step_cost / self._step_seconds, self._step_last)
         if not self.measured:
             return ASSUMED_RATE
         # the run's mean, or the last window's where it was dearer: what a second costs changes with what
@@ -242,6 +255,11 @@ class Accounts:
         self._window_seconds += cpu
         if cpu >= TRUSTED_SECONDS:
             self._last_rate = cost / cpu
+        if self._in_steps:
+            self._step_cost += cost
+            self._step_seconds += cpu
+            if cpu >= TRUSTED_SECONDS:
+                self._step_last = cost / cpu
         self.fixed = fixed
 
     @property

@@ -253,6 +253,7 @@ class Session:
             self._plan_steps += 1
         self.log.boundary(self.recorder.open)
         self.accounts.step()
+        self.accounts.steps_began()
         self._at_step = True
         try:
             self._checkpoint()
