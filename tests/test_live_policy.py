@@ -54,6 +54,30 @@ def test_a_window_opens_only_at_a_step_boundary_once_the_run_is_sampled() -> Non
     assert d.action is Action.CLOSE and d.held
 
 
+def test_at_the_budgets_edge_a_window_opens_with_room_for_its_longest_step_and_its_fixed_cost() -> None:
+    """nanoGPT, 200 steps: one-step windows at the edge closed 0.2 s dearer than projected (the wait for the last
+    window's child, the fixed cost of a close) and one step longer than the median was cut inside: own cost 3.14 s
+    against the 3.0-s grace, a step in part."""
+    edge = {"recording": False, "at_step": True, "steps": 40, "whole_steps": 30, "sampled": True, "rate": 1.0}
+    edge |= {"cost": 2.9, "program_seconds": 4.0, "step_seconds": 0.06}
+    assert act(**edge) is Action.OPEN  # 2.9 + 0.06 <= 3.0
+    assert act(**edge, step_high=0.09) is Action.NOTHING  # 2.9 + 1.25 x 0.09 > 3.0
+    assert act(**edge, window_fixed=0.05) is Action.NOTHING
+    d = decide(Snapshot(**edge, folding=True), BUDGET)  # type: ignore[arg-type]
+    assert d.action is Action.NOTHING and d.held and "still folds" in d.reason
+    # (the fixed cost of an open window is in its projected cost already)
+    assert act(**{**edge, "recording": True}, window_fixed=0.05) is Action.NOTHING
+
+
+def test_the_fixed_cost_of_a_close_is_the_intercept_of_the_steps_windows() -> None:
+    a = Accounts(BUDGET, clock=FakeClock(), cpu_clock=FakeCPU())
+    a.steps_began()
+    for cpu in (0.1, 0.5, 1.0):  # closing costs 0.15 s plus 0.6 s a CPU second recorded
+        a.window_closed(window=cpu, cpu=cpu, events=0, op_seconds=cpu, closing=Spend(0.0, 0.15 + 0.6 * cpu))
+    assert a.close_fixed == pytest.approx(0.15)
+    assert a.projected(0.5) == pytest.approx(a.cost + 0.15 + 0.5 * a.rate)
+
+
 def test_the_first_whole_steps_are_owed_when_one_step_fits_the_grace() -> None:
     owed = {"recording": True, "at_step": True, "steps": 1, "cost": 2.9, "rate": 2.0, "step_seconds": 1.0}
     assert act(**owed, whole_steps=0) is Action.NOTHING  # 2.9 + 2 > 3, but one of the first three

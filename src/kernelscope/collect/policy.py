@@ -30,6 +30,9 @@ MAX_OVERHEAD_DEFAULT = 0.1
 SETUP_SHARE = 1 / 3  # of the grace, for what runs before the first step
 WHOLE_STEPS = 3  # whole steps owed to every run that makes them, when one step fits in the grace
 OWED_CAP = 2.0  # the owed whole steps may take the cost up to this many times the allowance
+# A window opens at a step boundary only where the longest recent step, this much longer, fits the budget:
+# a step that overruns it is cut (the header's promise), and a cut step is a fragment.
+STEP_MARGIN = 1.25
 MIN_WINDOW = 0.1  # seconds of the program a window must be able to record to be worth opening (no steps)
 
 
@@ -81,8 +84,11 @@ class Snapshot:
     fold_due: bool = False  # the open window has run long enough to be folded
     cost: float = 0.0  # kernelscope's cost so far, the open window's projected in
     program_seconds: float = 0.0  # the program's own time so far
-    step_seconds: float | None = None  # the last step's own time, once one was seen whole
+    step_seconds: float | None = None  # the last steps' median own time, once one was seen whole
+    step_high: float | None = None  # the longest of the last steps: a window opens only where that one fits
     rate: float = 0.0  # kernelscope's cost per second of the program recorded (measured or assumed)
+    window_fixed: float = 0.0  # what one more window costs before it records anything (opening, closing it)
+    folding: bool = False  # the last window still folds beside the program (a window stopped now waits for it)
     sampled: bool = False  # the budget has held recording back before: the run is being sampled
 
 
@@ -104,7 +110,7 @@ def decide(s: Snapshot, budget: Budget) -> Decision:
     if s.at_step:
         return _at_step(s, budget)
     if not s.recording:
-        if not s.sampled and s.cost + s.rate * MIN_WINDOW <= budget.allowance(s.program_seconds):
+        if not s.sampled and s.cost + s.window_fixed + s.rate * MIN_WINDOW <= budget.allowance(s.program_seconds):
             return Decision(Action.OPEN, "recording everything while it fits the budget")
         return Decision(Action.NOTHING, "windows open at step boundaries: a recorded step is a whole step", True)
     # (inside a step the cut waits for the allowance itself, the open window projected in: what the header promises)
@@ -120,7 +126,7 @@ def _before_steps(s: Snapshot, budget: Budget) -> Decision:
         if s.cost > limit:
             return Decision(Action.CLOSE, "before the first step: its share of the budget is spent", True)
         return _keep(s, "before the first step: within its share of the budget")
-    if s.cost + s.rate * MIN_WINDOW <= limit:
+    if s.cost + s.window_fixed + s.rate * MIN_WINDOW <= limit:
         return Decision(Action.OPEN, "before the first step: within its share of the budget")
     return Decision(Action.NOTHING, "before the first step: its share of the budget is spent", True)
 
@@ -145,8 +151,15 @@ def _owed(s: Snapshot, budget: Budget) -> bool:
 
 
 def _at_step(s: Snapshot, budget: Budget) -> Decision:
+    if s.sampled and s.folding and not s.recording and not _owed(s, budget):
+        # (at the budget's edge windows are short: one stopped before the child is done makes the program wait)
+        why = "the last window still folds beside the program: a window opened now would wait for it"
+        return Decision(Action.NOTHING, why, True)
     step = _step_estimate(s)
-    fits = budget.allows(cost=s.cost + step * s.rate, program_seconds=s.program_seconds + step)
+    if not s.recording and s.step_high is not None:  # (opened, the step is cut if it overruns: see decide)
+        step = max(step, STEP_MARGIN * s.step_high)
+    opening = 0.0 if s.recording else s.window_fixed  # (an open window's is in its projected cost)
+    fits = budget.allows(cost=s.cost + opening + step * s.rate, program_seconds=s.program_seconds + step)
     if fits or _owed(s, budget):
         why = "one more whole step fits the budget" if fits else "one of the first whole steps"
         return _keep(s, why) if s.recording else Decision(Action.OPEN, why)

@@ -410,7 +410,10 @@ class Session:
             cost=self.accounts.projected(r.cpu_age()),
             program_seconds=self.accounts.program_seconds(),
             step_seconds=self._step_seconds,
+            step_high=max(self._step_times) if self._step_times else None,
             rate=self.accounts.wall_rate,
+            window_fixed=self.accounts.window_fixed(),
+            folding=r.background is not None and r.background.busy,
             sampled=self.accounts.holds > 0,
         )
 
