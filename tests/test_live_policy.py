@@ -59,14 +59,16 @@ def test_at_the_budgets_edge_a_window_opens_with_room_for_its_longest_step_and_i
     window's child, the fixed cost of a close) and one step longer than the median was cut inside: own cost 3.14 s
     against the 3.0-s grace, a step in part."""
     edge = {"recording": False, "at_step": True, "steps": 40, "whole_steps": 30, "sampled": True, "rate": 1.0}
-    edge |= {"cost": 2.9, "program_seconds": 4.0, "step_seconds": 0.06}
-    assert act(**edge) is Action.OPEN  # 2.9 + 0.06 <= 3.0
-    assert act(**edge, step_high=0.09) is Action.NOTHING  # 2.9 + 1.25 x 0.09 > 3.0
-    assert act(**edge, window_fixed=0.05) is Action.NOTHING
-    d = decide(Snapshot(**edge, folding=True), BUDGET)  # type: ignore[arg-type]
-    assert d.action is Action.NOTHING and d.held and "still folds" in d.reason
+    edge |= {"cost": 2.8, "program_seconds": 4.0, "step_seconds": 0.06}
+    assert act(**edge) is Action.OPEN  # 2.8 + 0.06 <= 0.97 x 3.0
+    assert act(**edge, step_high=0.09) is Action.NOTHING  # 2.8 + 1.25 x 0.09 > 0.97 x 3.0
+    assert act(**edge, window_fixed=0.1) is Action.NOTHING
+    # the last window still folds beside the program: stopping this one after the step would wait 0.2 s more
+    assert act(**edge, fold_wait=0.3) is Action.NOTHING
+    assert act(**{**edge, "cost": 2.5}, fold_wait=0.3) is Action.OPEN  # (away from the edge: it fits)
+    assert act(**{**edge, "recording": True}, fold_wait=0.3) is Action.NOTHING  # (an open one waits anyway)
     # (the fixed cost of an open window is in its projected cost already)
-    assert act(**{**edge, "recording": True}, window_fixed=0.05) is Action.NOTHING
+    assert act(**{**edge, "recording": True}, window_fixed=0.1) is Action.NOTHING
 
 
 def test_the_fixed_cost_of_a_close_is_the_intercept_of_the_steps_windows() -> None:

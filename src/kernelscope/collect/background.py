@@ -74,6 +74,8 @@ class Child:
     pid: int
     path: str
     adopt: Callable[[Folded | None, str | None], None]  # the recorder's bookkeeping once the window is in
+    started: float = 0.0  # perf_counter when it was forked
+    window_cpu: float = 0.0  # the CPU seconds of the window it folds
 
 
 class BackgroundFold:
@@ -85,6 +87,8 @@ class BackgroundFold:
         self.windows = 0  # windows folded in a child
         self.cpu = 0.0  # the children's CPU seconds
         self.waited = 0.0  # wall seconds the program waited for a child
+        self._fold_wall = 0.0  # the children's wall seconds folding ...
+        self._fold_window_cpu = 0.0  # ... for windows of this many CPU seconds
         self._dir: str | None = None
 
     @property
@@ -113,8 +117,11 @@ class BackgroundFold:
         )
         return False
 
-    def fork(self, fold: Callable[[], Folded], adopt: Callable[[Folded | None, str | None], None]) -> bool:
-        """Run ``fold`` in a child; False (nothing started) when the process could not fork."""
+    def fork(
+        self, fold: Callable[[], Folded], adopt: Callable[[Folded | None, str | None], None], window_cpu: float = 0.0
+    ) -> bool:
+        """Run ``fold`` in a child (of a window of ``window_cpu`` CPU seconds); False (nothing started) when the
+        process could not fork."""
         self.settle()
         try:
             if self._dir is None:
@@ -128,7 +135,7 @@ class BackgroundFold:
             return False
         if pid == 0:  # the child: fold, write, leave without running anything of the program's
             _child(fold, path)
-        self.child = Child(pid, path, adopt)
+        self.child = Child(pid, path, adopt, time.perf_counter(), window_cpu)
         self.windows += 1
         return True
 
@@ -143,6 +150,15 @@ class BackgroundFold:
             done, status = c.pid, -1
         if done:
             self._adopt(c, status)
+
+    def expected_wait(self) -> float:
+        """How long stopping a window now would wait for the child still folding, from how long children took
+        per CPU second of their windows (1.5 before one has finished)."""
+        c = self.child
+        if c is None:
+            return 0.0
+        per_cpu = self._fold_wall / self._fold_window_cpu if self._fold_window_cpu > 0 else 1.5
+        return max(per_cpu * c.window_cpu - (time.perf_counter() - c.started), 0.0)
 
     def settle(self) -> None:
         """Wait for the child, if one runs, and adopt its window."""
@@ -177,6 +193,9 @@ class BackgroundFold:
             why, folded = f"the background fold failed ({folded.error})", None
         if folded is not None:
             self.cpu += folded.cpu
+            if c.window_cpu >= 0.2:  # (a short window's child is mostly its fixed cost)
+                self._fold_wall += folded.wall
+                self._fold_window_cpu += c.window_cpu
             share = folded.cpu / folded.wall if folded.wall > 0 else 1.0
             if folded.wall >= 0.05 and share < FREE_CORE_SHARE:
                 self.off = (

@@ -241,7 +241,7 @@ class Recorder:
             self._adopt(folded, why, closed, snapshots)
 
         assert self.background is not None
-        return self.background.fork(fold, adopt)
+        return self.background.fork(fold, adopt, closed.cpu)
 
     def _adopt(self, folded: Folded | None, why: str | None, closed: Closed, snapshots: tuple[bool, bool]) -> None:
         if folded is None or folded.folder is None or folded.converter is None:

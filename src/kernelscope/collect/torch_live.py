@@ -413,7 +413,7 @@ class Session:
             step_high=max(self._step_times) if self._step_times else None,
             rate=self.accounts.wall_rate,
             window_fixed=self.accounts.window_fixed(),
-            folding=r.background is not None and r.background.busy,
+            fold_wait=r.background.expected_wait() if r.background is not None else 0.0,
             sampled=self.accounts.holds > 0,
         )
 
