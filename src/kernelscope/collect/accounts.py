@@ -133,6 +133,30 @@ def _ranges(steps: list[int]) -> list[list[int]]:
 
 
 @dataclass
+class _Rates:
+    """Windows' cost per CPU second recorded: the mean, or the last window's where it was dearer (what a second
+    costs changes with what the program does: a phase of Python calls costs several times one of large ops)."""
+
+    cost: float = 0.0  # CPU seconds the windows cost, their fixed part left out ...
+    seconds: float = 0.0  # ... per CPU second recorded
+    last: float = 0.0  # the rate of the last window long enough to tell it
+
+    def add(self, cost: float, cpu: float) -> None:
+        self.cost += cost
+        self.seconds += cpu
+        if cpu >= TRUSTED_SECONDS:
+            self.last = cost / cpu
+
+    @property
+    def trusted(self) -> bool:
+        return self.seconds >= TRUSTED_SECONDS
+
+    @property
+    def rate(self) -> float:
+        return max(self.cost / max(self.seconds, 1e-9), self.last)
+
+
+@dataclass
 class Spend:
     """What one piece of kernelscope's own work took: wall seconds and the process's CPU seconds."""
 
@@ -167,16 +191,12 @@ class Accounts:
         self.recorded_cpu = 0.0
         self.compile_seconds = 0.0  # torch.compile compiling (not recorded, the program's time)
         self.import_seconds = 0.0  # importing modules (not recorded, the program's time)
-        self._window_cost = 0.0  # CPU seconds the windows cost, their fixed part left out ...
-        self._window_seconds = 0.0  # ... per CPU second recorded
         self.fixed = 0.0  # the fixed CPU cost of stopping a window, as the last one measured it
-        self._last_rate = 0.0  # the cost rate of the last window long enough to tell it
+        self._run = _Rates()  # every window's cost per CPU second recorded
         # the same, of the windows closed since the program's first step boundary: set-up (a phase of Python
         # calls, tokenizing a corpus) can cost ten times a step to record, and would hold the steps back long after
         self._in_steps = False
-        self._step_cost = 0.0
-        self._step_seconds = 0.0
-        self._step_last = 0.0
+        self._steps = _Rates()
         # closing cost against window CPU over the steps' windows (n, Σx, Σy, Σx², Σxy): its intercept is what
         # closing any window costs (forking, collecting, torch's own fixed part), which a short window at the
         # budget's edge does not amortize (nanoGPT: 0.15 s to close a one-step window, 0.08 s at the mean rate)
@@ -215,7 +235,7 @@ class Accounts:
 
     @property
     def measured(self) -> bool:
-        return self._window_seconds >= TRUSTED_SECONDS
+        return self._run.trusted
 
     def steps_began(self) -> None:
         """The program's first step boundary: from here the rate is measured on the windows of its steps."""
@@ -225,13 +245,9 @@ class Accounts:
     def rate(self) -> float:
         """kernelscope's CPU cost per CPU second of the program recorded: measured, once enough was recorded;
         once its steps have been, on them alone."""
-        if self._step_seconds >= TRUSTED_SECONDS:
-            return max(self._step_cost / self._step_seconds, self._step_last)
-        if not self.measured:
-            return ASSUMED_RATE
-        # the run's mean, or the last window's where it was dearer: what a second costs changes with what
-        # the program does (a phase of Python calls costs several times a phase of large ops to stop)
-        return max(self._window_cost / max(self._window_seconds, 1e-9), self._last_rate)
+        if self._steps.trusted:
+            return self._steps.rate
+        return self._run.rate if self._run.trusted else ASSUMED_RATE
 
     def window_closed(
         self,
@@ -255,16 +271,10 @@ class Accounts:
             self.recorded_wall += window
             self.recorded_cpu += cpu
         cost = max(recording + closing.cpu - fixed, 0.0)
-        self._window_cost += cost
-        self._window_seconds += cpu
-        if cpu >= TRUSTED_SECONDS:
-            self._last_rate = cost / cpu
+        self._run.add(cost, cpu)
         self.fixed = fixed
         if self._in_steps:
-            self._step_cost += cost
-            self._step_seconds += cpu
-            if cpu >= TRUSTED_SECONDS:
-                self._step_last = cost / cpu
+            self._steps.add(cost, cpu)
             if not lost:
                 f = self._fit
                 f[0] += 1

@@ -184,35 +184,23 @@ def run_rules(
     findings: list[Finding] = []
     for r in selected:
         findings.extend(r.check(view if view is not None else profile, values[r.name]))
-    grouped = group_findings(findings)
-    if view is not None:
-        return sorted(_per_step_words(grouped, scale), key=_order)
-    return sorted(per_step_savings(grouped, scale), key=_order)
+    return sorted(per_step_savings(group_findings(findings), scale, read_per_step=view is not None), key=_order)
 
 
-def _per_step_words(findings: list[Finding], scale: StepScale) -> list[Finding]:
-    """Findings of a per-step view: their savings are per step already, say so."""
-    words = statement(scale)
-    return [
-        f
-        if f.estimated_saving_ms is None
-        else replace(f, saving_method="; ".join(x for x in (f.saving_method, words) if x))
-        for f in findings
-    ]
-
-
-def per_step_savings(findings: list[Finding], scale: StepScale) -> list[Finding]:
-    """In a sample of whole steps read as recorded (a timeline's spans are of the sample), savings are per step
-    (``analysis.per_step``): what a step would save."""
+def per_step_savings(findings: list[Finding], scale: StepScale, read_per_step: bool = False) -> list[Finding]:
+    """In a sample of whole steps, savings are per step (``analysis.per_step``): what a step would save. Read as
+    recorded (a timeline's spans are of the sample) they are divided here; ``read_per_step``: the rules read one
+    mean step, and only the words are added."""
     words = statement(scale)
     if words is None:
         return findings
+    factor = 1.0 if read_per_step else scale.factor
     return [
         f
         if f.estimated_saving_ms is None
         else replace(
             f,
-            estimated_saving_ms=round(f.estimated_saving_ms * scale.factor, 3),
+            estimated_saving_ms=round(f.estimated_saving_ms * factor, 3),
             saving_method="; ".join(x for x in (f.saving_method, words) if x),
         )
         for f in findings
