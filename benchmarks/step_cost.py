@@ -1,11 +1,12 @@
 """What recording one step costs, and where (issue 24, item 4): one process per mode, in-process timers.
 
-    python benchmarks/step_cost.py [--steps 20] [--modes plain,torch_stack,ks0]
+    python benchmarks/step_cost.py [--steps 20] [--modes plain,torch_stack,ks0] [--model nanogpt|gpt2]
 
 Modes: ``plain`` (no profiler), ``torch_stack`` (``torch.profiler`` with stacks, modules and shapes around the
 loop, then ``key_averages()`` as a user would read it), ``ks0`` (a kernelscope session that records every
-step, ``max_overhead=0``; its windows fold in the background, ``ks0_inline``: in the program's process). The workload is ``train_nanogpt.py``'s model and loop. Each mode prints the loop's
-median step, the post-processing after the loop, and for ``ks0`` where the recording's own time went: torch's
+step, ``max_overhead=0``; its windows fold in the background, ``ks0_inline``: in the program's process). The
+workload is ``train_nanogpt.py``'s model and loop, or (``--model gpt2``) ``train_hf.py``'s GPT-2 built from a
+config, trained with AdamW on random tokens. Each mode prints the loop's median step, the post-processing after the loop, and for ``ks0`` where the recording's own time went: torch's
 stop, reading torch's event tree, the engine's fold. Ratios are to ``plain`` in the same run.
 """
 
@@ -24,21 +25,42 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+MODEL = os.environ.get("STEP_COST_MODEL", "nanogpt")
+
+
 def _workload(steps: int, on_step: Any = None) -> list[float]:
     import torch
 
     sys.path.insert(0, HERE)
-    from train_nanogpt import NanoGPT, train_step
-
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    corpus = torch.randint(0, 256, (200_000,))
-    model = NanoGPT()
-    opt = torch.optim.AdamW(model.parameters(), lr=6e-4, weight_decay=0.1)
+    if MODEL == "gpt2":
+        from train_hf import build
+
+        model, vocab = build("gpt2")
+        model.train()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+        def one_step() -> None:
+            ids = torch.randint(0, vocab, (8, 64))
+            out = model(input_ids=ids, labels=ids)
+            opt.zero_grad(set_to_none=True)
+            out.loss.backward()
+            opt.step()
+    else:
+        from train_nanogpt import NanoGPT, train_step
+
+        corpus = torch.randint(0, 256, (200_000,))
+        model = NanoGPT()
+        opt = torch.optim.AdamW(model.parameters(), lr=6e-4, weight_decay=0.1)
+
+        def one_step() -> None:
+            train_step(model, opt, corpus)
+
     times = []
     for _ in range(steps):
         t0 = time.perf_counter()
-        train_step(model, opt, corpus)
+        one_step()
         if on_step is not None:
             on_step()
         times.append(time.perf_counter() - t0)
@@ -112,7 +134,9 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--modes", default="plain,torch_stack,ks0")
     ap.add_argument("--worker")
+    ap.add_argument("--model", choices=("nanogpt", "gpt2"), default=MODEL)
     args = ap.parse_args()
+    os.environ["STEP_COST_MODEL"] = args.model  # (the workers read it)
     if args.worker:
         print(json.dumps(worker(args.worker, args.steps)))
         return
@@ -130,6 +154,19 @@ def main() -> None:
         ratio = f" ({r['step_median'] / base:.2f}x)" if base else ""
         extra = {k: round(v, 3) if isinstance(v, float) else v for k, v in r.items() if k not in ("mode",)}
         print(f"{mode:12s} step {r['step_median'] * 1e3:7.1f} ms{ratio}  {extra}")
+    if base:
+        # what recording added to the program's path, per step: the loop's excess over plain's (window changes
+        # included), then with what ran after the loop (torch's stop, kernelscope's last window)
+        plain_loop = rows["plain"]["loop"]
+        for mode, r in rows.items():
+            if mode == "plain":
+                continue
+            loop = (r["loop"] - plain_loop) / args.steps
+            whole = (r["loop"] + r.get("finalize", 0.0) + r.get("stop", 0.0) - plain_loop) / args.steps
+            print(
+                f"{mode:12s} added a step: {loop * 1e3:.1f} ms ({loop / base:.2f}x) in the loop, "
+                f"{whole * 1e3:.1f} ms ({whole / base:.2f}x) with what ran after it"
+            )
 
 
 if __name__ == "__main__":

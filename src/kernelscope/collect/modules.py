@@ -29,16 +29,17 @@ class ModuleRegistry:
         seen = self._seen
         is_compiling = torch.compiler.is_compiling
         on_call, on_outer_call = self._on_call, self._on_outer_call
-        main = threading.main_thread()
+        main, get_ident = threading.main_thread().ident, threading.get_ident
         registry = self
 
+        # (as few calls as can be: inside a window torch's Python tracer records each one)
         def hook(module: Any, args: Any) -> None:
             # Under torch.compile tracing this is constant-folded away: recording the module
             # there would be a side effect Dynamo refuses. Compiled code gets its module paths
             # from Inductor's provenance instead.
             if not is_compiling():
                 seen.setdefault(id(module), module)
-                if threading.current_thread() is main:
+                if get_ident() == main:
                     registry.depth += 1
                     if registry.depth == 1 and on_outer_call is not None:
                         on_outer_call(module)  # (first: a step that begins here begins before this call)
@@ -46,7 +47,7 @@ class ModuleRegistry:
                     on_call()
 
         def returned(module: Any, args: Any, output: Any) -> None:
-            if not is_compiling() and threading.current_thread() is main and registry.depth > 0:
+            if not is_compiling() and get_ident() == main and registry.depth > 0:
                 registry.depth -= 1
 
         hooks = torch.nn.modules.module

@@ -82,7 +82,11 @@ class Counter:
 
     def tick(self) -> None:
         self.calls += 1
-        if self.calls >= self._next and self._on_call is not None:
+        if self.calls >= self._next:
+            self.tick_due()
+
+    def tick_due(self) -> None:
+        if self._on_call is not None:
             self._next = self.calls + self.every
             self._on_call()
 
@@ -118,11 +122,12 @@ class OperatorLines:
 
 
 def _wrap(name: str, original: Any, counter: Counter) -> Any:
-    tick = counter.tick
-
     def operator(*args: Any, **kwargs: Any) -> Any:
         if not _is_compiling():  # under torch.compile: a plain call, the graph the program gets anyway
-            tick()
+            # (Counter.tick, inline: inside a window torch's Python tracer records every call made here)
+            counter.calls += 1
+            if counter.calls >= counter._next:
+                counter.tick_due()
         return original(*args, **kwargs)
 
     operator.__name__ = operator.__qualname__ = name

@@ -49,6 +49,11 @@ FOLD_CHECK_CALLS = 1024  # torch calls between checkpoints from the operator hoo
 # Until a window has been folded the cost rate is assumed: the first window turns over after this long, so
 # that the budget works with the rate measured on this program (a tiny-op program costs several times more).
 PROBE_SECONDS = 0.1
+# While a window records, module calls and every 1024th torch call ask the policy at most this often: torch's
+# Python tracer records every call kernelscope makes, and a full checkpoint is ~45 of them (a nanoGPT step had 51
+# checkpoints: a quarter of the window's Python events were kernelscope's own, each paid for again by torch's
+# stop). A step boundary, a compile's end, an import's end and a thread's start always ask at once.
+ROUTINE_SECONDS = 0.004
 
 
 class Session:
@@ -110,6 +115,7 @@ class Session:
         self._step_seconds: float | None = None  # the median of the last steps' own CPU times
         self._opened = 0.0  # the CPU seconds opening the last window took
         self._broken: str | None = None  # an internal error stopped recording
+        self._routine_after = 0.0  # (perf_counter) no routine checkpoint before this: ROUTINE_SECONDS
 
     # --- what other parts read -------------------------------------------------------------------
     @property
@@ -271,6 +277,8 @@ class Session:
             self._begin()
             if self.calls is not None:
                 self.calls.rearm(FOLD_CHECK_CALLS)
+        elif self._routine():
+            return
         self._checkpoint()
 
     def _on_module_call(self) -> None:
@@ -286,7 +294,15 @@ class Session:
         if self._armed:
             self._armed = False
             self._begin()
+        elif self._routine():
+            return
         self._checkpoint()
+
+    def _routine(self) -> bool:
+        """May this module call or torch call skip the policy (ROUTINE_SECONDS)? Only while a window records:
+        a skipped checkpoint there closes or turns it over a little later, never records less. Without one every
+        call asks (a window opens at the first call it may)."""
+        return self.recorder.prof is not None and time.perf_counter() < self._routine_after
 
     def _on_outer_module_call(self, module: Any) -> None:
         self.step_source.outer_module_called(id(module))
@@ -443,6 +459,7 @@ class Session:
                 self.recorder.prof = None
 
     def _decide_and_act(self) -> None:
+        self._routine_after = time.perf_counter() + ROUTINE_SECONDS
         self.recorder.poll()
         if self._import_since is not None and not self.imports.busy:
             self.accounts.import_seconds += time.perf_counter() - self._import_since
