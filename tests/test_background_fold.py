@@ -149,6 +149,25 @@ def test_a_program_that_keeps_every_core_busy_folds_inline(monkeypatch: pytest.M
     assert not b.usable() and not b.room(1.0, 0.5, clean=True)  # for the rest of the run
 
 
+def test_no_child_where_a_copy_of_the_program_would_not_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child shares the program's memory copy-on-write: a program that writes its memory while the child folds
+    (a CPU run's parameters, each step) has it copied."""
+    from kernelscope.collect import background
+
+    monkeypatch.setattr(background, "_cores", lambda: 2)
+    monkeypatch.setattr(background, "FORK_AVAILABLE", True)
+    held, free = background._memory()
+    assert held is not None and free is not None and 0 < held < free  # (this process, this machine)
+    b = background.BackgroundFold()
+    assert b.room(1.0, 1.0, clean=True) and b.off is None
+    monkeypatch.setattr(background, "_memory", lambda: (7 * 2**30, 12 * 2**30))
+    assert not b.room(1.0, 1.0, clean=True)
+    assert b.off == (
+        "no room in memory for a child: the program holds 7.0 GB, the machine has 12.0 GB available (a child "
+        "shares its memory copy-on-write); windows fold inline"
+    )
+
+
 def test_fold_mode_is_checked() -> None:
     from kernelscope.collect.options import LiveOptions
 

@@ -93,3 +93,26 @@ def test_windows_at_module_steps_keep_each_backward_with_its_forward() -> None:
             calls[f.name] = calls.get(f.name, 0) + float(count[n])
     # every recorded iteration whole: its forward and its loss, once each (set-up is not recorded: wait=1)
     assert calls["aten::lstm"] == calls["aten::mse_loss"] >= whole
+
+
+def test_the_forward_hook_goes_once_the_optimizer_wins() -> None:
+    """Outermost module calls only find steps until the optimizer wins for good: then the forward hook that
+    tracks them goes (inside a window torch's Python tracer records every call it makes)."""
+    from torch.nn.modules import module as hooks
+
+    import kernelscope
+
+    before = len(hooks._global_forward_hooks)
+    model = torch.nn.Linear(8, 8)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with kernelscope.profile(compile_capture=False, fold="inline") as p:
+        during = []
+        for _ in range(4):
+            model(torch.randn(2, 8)).sum().backward()
+            opt.step()
+            during.append(len(hooks._global_forward_hooks) - before)
+    assert during[0] == 1 and during[-1] == 0  # (the first step's module calls still looked for a step module)
+    assert len(hooks._global_forward_hooks) == before
+    profile: Any = p.result
+    assert profile.metadata["coverage"]["step_source"] == "optimizer"
+    assert profile.metadata["coverage"]["steps"] == 4

@@ -50,6 +50,10 @@ FREE_CORE_SHARE = 0.75
 # A window in which the program's own threads left less than this share of a core idle: no core is free for a
 # child (see ``BackgroundFold.room``).
 FREE_CORE_LEFT = 0.75
+# A child shares the program's memory copy-on-write: every page the program writes while the child folds (its
+# parameters and optimizer state, on a CPU run, each step) is copied. No child where a copy of all of the
+# program's memory would take more than this share of what the machine has available.
+MEMORY_SHARE = 0.5
 # the folder's own attributes that live in the parent (callbacks, samplers, hooks): never sent back
 _PARENT_ONLY = frozenset({"events", "threads", "native", "scope_metrics"})
 _EVENTS_PARENT_ONLY = frozenset({"module_path"})
@@ -105,7 +109,15 @@ class BackgroundFold:
     def room(self, window: float, cpu: float, clean: bool) -> bool:
         """Did the program leave a core free while the window was open (``cpu`` seconds of the process over
         ``window`` wall seconds)? Only a ``clean`` window (no child ran beside it) can tell: beside a child the
-        program's threads get less than they ask for. Where it did not, background folding stops for the run."""
+        program's threads get less than they ask for. Where it did not, background folding stops for the run.
+        Nor is there room where a copy of the program's memory would not fit (``MEMORY_SHARE``)."""
+        if self.off is None:
+            held, free = _memory()
+            if held is not None and free is not None and held > MEMORY_SHARE * free:
+                self.off = (
+                    f"no room in memory for a child: the program holds {held / 2**30:.1f} GB, the machine has "
+                    f"{free / 2**30:.1f} GB available (a child shares its memory copy-on-write); windows fold inline"
+                )
         if not clean or window <= 0:
             return self.off is None
         used = cpu / window
@@ -238,6 +250,22 @@ def _child(fold: Callable[[], Folded], path: str) -> None:
         code = 0
     finally:
         os._exit(code)
+
+
+def _memory() -> tuple[int | None, int | None]:
+    """The process's resident bytes and the machine's available bytes (Linux's /proc; None where unknown)."""
+    held = free = None
+    try:
+        with open("/proc/self/statm", encoding="ascii") as fh:
+            held = int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    free = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    return held, free
 
 
 def _cores() -> int:

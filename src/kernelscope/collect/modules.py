@@ -20,6 +20,11 @@ class ModuleRegistry:
         self._on_call = on_call  # called at every eager module call: a safe point between ops
         self._on_outer_call = on_outer_call  # called with the module as an outermost module call begins
         self.depth = 0  # eager module calls open on the main thread
+        self.outer = on_outer_call is not None  # outermost calls are still looked for (step modules: steps.py)
+        self._returned: Any = None  # the forward hook that keeps ``depth``: its handle ...
+        # ... and the function, kept for the session: torch's Python tracer keeps pointers into the code objects
+        # of the functions it recorded and reads them at the window's stop (a freed one comes back corrupt)
+        self._functions: list[Any] = []
 
     def install(self) -> None:
         import threading
@@ -39,30 +44,42 @@ class ModuleRegistry:
             # from Inductor's provenance instead.
             if not is_compiling():
                 seen.setdefault(id(module), module)
-                if get_ident() == main:
+                if registry.outer and get_ident() == main:
                     registry.depth += 1
-                    if registry.depth == 1 and on_outer_call is not None:
+                    if registry.depth == 1:
                         on_outer_call(module)  # (first: a step that begins here begins before this call)
                 if on_call is not None:
                     on_call()
 
         def returned(module: Any, args: Any, output: Any) -> None:
-            if not is_compiling() and get_ident() == main and registry.depth > 0:
+            if not is_compiling() and registry.outer and get_ident() == main and registry.depth > 0:
                 registry.depth -= 1
 
+        self._functions = [hook, returned]
         hooks = torch.nn.modules.module
-        self._handles = [
-            hooks.register_module_forward_pre_hook(hook),
-            hooks.register_module_forward_hook(returned, always_call=True),
-        ]
+        self._handles = [hooks.register_module_forward_pre_hook(hook)]
+        if self.outer:
+            self._returned = hooks.register_module_forward_hook(returned, always_call=True)
         # torch warns that global hooks fire once more for an OptimizedModule: harmless for a
         # hook that only remembers modules, and noise in the user's output.
         warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when there are global hooks")
+
+    def no_outer_calls(self, remove: bool = True) -> None:
+        """Outermost calls no longer matter (the steps come from elsewhere): the forward hook stops counting
+        and, where ``remove``, goes, and with it a quarter of the calls a module call makes while a window
+        records (torch's Python tracer records each). Not where torch.compile may have compiled a frame: it
+        guards on the global hooks, and removing one would recompile it."""
+        self.outer = False
+        self.depth = 0
+        if remove and self._returned is not None:
+            self._returned.remove()
+            self._returned = None
 
     def remove(self) -> None:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        self.no_outer_calls(remove=True)
 
     def resolve(self) -> None:
         if len(self._paths) >= len(self._seen):

@@ -52,7 +52,9 @@ PROBE_SECONDS = 0.1
 # While a window records, module calls and every 1024th torch call ask the policy at most this often: torch's
 # Python tracer records every call kernelscope makes, and a full checkpoint is ~45 of them (a nanoGPT step had 51
 # checkpoints: a quarter of the window's Python events were kernelscope's own, each paid for again by torch's
-# stop). A step boundary, a compile's end, an import's end and a thread's start always ask at once.
+# stop). Skipped there, a checkpoint closes or turns a window over a little later, never records less; with no
+# window open every call asks (a window opens at the first call it may). A step boundary, a compile's end, an
+# import's end and a thread's start always ask at once.
 ROUTINE_SECONDS = 0.004
 
 
@@ -99,6 +101,7 @@ class Session:
         self.checkpoint: Checkpoint | None = None  # set by `kernelscope run`: a killed run keeps its profile
         self._paused = False  # deactivate() from the API
         self._compiling = False  # torch.compile is compiling: not recorded (its events are huge)
+        self._compiled = False  # torch.compile has compiled a frame (guarding on kernelscope's global hooks)
         self._finalized = False
         self._busy = False  # inside a window change: hooks fired from it are ignored
         self._at_step = False
@@ -277,8 +280,8 @@ class Session:
             self._begin()
             if self.calls is not None:
                 self.calls.rearm(FOLD_CHECK_CALLS)
-        elif self._routine():
-            return
+        elif self.recorder.prof is not None and time.perf_counter() < self._routine_after:
+            return  # (a routine checkpoint, skipped: ROUTINE_SECONDS)
         self._checkpoint()
 
     def _on_module_call(self) -> None:
@@ -294,17 +297,14 @@ class Session:
         if self._armed:
             self._armed = False
             self._begin()
-        elif self._routine():
-            return
+        elif self.recorder.prof is not None and time.perf_counter() < self._routine_after:
+            return  # (a routine checkpoint, skipped: ROUTINE_SECONDS)
         self._checkpoint()
 
-    def _routine(self) -> bool:
-        """May this module call or torch call skip the policy (ROUTINE_SECONDS)? Only while a window records:
-        a skipped checkpoint there closes or turns it over a little later, never records less. Without one every
-        call asks (a window opens at the first call it may)."""
-        return self.recorder.prof is not None and time.perf_counter() < self._routine_after
-
     def _on_outer_module_call(self, module: Any) -> None:
+        if self.step_source.source in ("optimizer", "explicit"):  # (they win over module calls for good)
+            self.modules.no_outer_calls(remove=not self._compiled)
+            return
         self.step_source.outer_module_called(id(module))
 
     def _reopen_soon(self) -> None:
@@ -356,7 +356,7 @@ class Session:
     def _compile_started(self) -> None:
         """Compiling records millions of Python events and is not the program's steady state: stop the
         window when torch.compile starts (stopping is safe anywhere)."""
-        self._compiling = True
+        self._compiling = self._compiled = True
         if self.recorder.open:
             self.compile_pauses += 1
             self._close(pause=True)
