@@ -367,6 +367,46 @@ def test_a_sampled_run_records_whole_steps_spread_over_the_run() -> None:
 
 
 @pytest.mark.slow
+def test_module_calls_ask_the_policy_only_where_it_can_act() -> None:
+    """Inside a step of a sampled run, with no window open, the policy can only say "nothing": module calls do
+    not ask it. While a window records they ask at most every ROUTINE_SECONDS (torch's Python tracer records
+    every call the checkpoint makes). Windows still open at step boundaries."""
+    torch = pytest.importorskip("torch")
+    import time
+
+    from kernelscope.collect import torch_live
+    from kernelscope.collect.torch_live import Session
+
+    s = Session(compile_capture=False, grace_seconds=0.0)
+    s.accounts = FixedCostAccounts(s.budget)
+    asked: list[tuple[bool, bool, bool]] = []  # (recording, at a step, held back by the budget after a step)
+    snapshot = s.snapshot
+
+    def spy() -> Any:
+        asked.append((s.recorder.open, s._at_step, s.accounts.held and s.steps > 0))
+        return snapshot()
+
+    s.snapshot = spy  # type: ignore[method-assign]
+    layer = torch.nn.Linear(8, 8)
+    s.start()
+    x = torch.ones(2, 8)
+    for _ in range(60):
+        for _ in range(20):
+            layer(x)
+        time.sleep(0.01)
+        s.step()
+    p = s.finalize()
+    cov = p.metadata["coverage"]
+    assert cov["budget_holds"] > 0 and 0 < cov["recorded_steps"] < 60, cov
+    idle = [a for a in asked if not a[0] and not a[1] and a[2]]
+    assert not idle, f"{len(idle)} of {len(asked)} checkpoints asked with nothing to decide"
+    recording = [a for a in asked if a[0] and not a[1]]
+    # 20 module calls a step; a recorded step of ~10 ms asks inside it at most every 4 ms
+    assert len(recording) <= 4 * cov["recorded_steps"] + 4, (len(recording), cov)
+    assert torch_live.ROUTINE_SECONDS == 0.004
+
+
+@pytest.mark.slow
 def test_an_internal_error_stops_recording_and_never_reaches_the_program(monkeypatch: Any) -> None:
     torch = pytest.importorskip("torch")
     from kernelscope.collect import torch_live

@@ -328,6 +328,11 @@ class Accounts:
         return max(end - self.started_cpu - self.cost_cpu, 0.0)
 
     # --- what the budget held back ----------------------------------------------------------------
+    @property
+    def held(self) -> bool:
+        """The budget holds recording back now."""
+        return self._held_since is not None
+
     def hold(self) -> None:
         if self._held_since is None:
             self._held_since = self.clock()

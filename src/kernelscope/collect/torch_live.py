@@ -280,8 +280,11 @@ class Session:
             self._begin()
             if self.calls is not None:
                 self.calls.rearm(FOLD_CHECK_CALLS)
-        elif self.recorder.prof is not None and time.perf_counter() < self._routine_after:
-            return  # (a routine checkpoint, skipped: ROUTINE_SECONDS)
+        elif self.recorder.prof is not None:
+            if time.perf_counter() < self._routine_after:  # (inline: inside a window each call is recorded)
+                return
+        elif self._idle_inside_step():
+            return
         self._checkpoint()
 
     def _on_module_call(self) -> None:
@@ -297,9 +300,25 @@ class Session:
         if self._armed:
             self._armed = False
             self._begin()
-        elif self.recorder.prof is not None and time.perf_counter() < self._routine_after:
-            return  # (a routine checkpoint, skipped: ROUTINE_SECONDS)
+        elif self.recorder.prof is not None:
+            if time.perf_counter() < self._routine_after:  # (inline: inside a window each call is recorded)
+                return
+        elif self._idle_inside_step():
+            return
         self._checkpoint()
+
+    def _idle_inside_step(self) -> bool:
+        """A module call or torch call skips the policy while a window records if one asked less than
+        ROUTINE_SECONDS ago, and with none open inside a step of a sampled run (the budget holds recording back
+        and windows open only at step boundaries: the policy can only say "nothing" there), unless an import's
+        end is still to be counted."""
+        return (
+            self.accounts.held
+            and self.log.steps > 0
+            and self._import_since is None
+            and not self._paused
+            and not self.foreign.active
+        )
 
     def _on_outer_module_call(self, module: Any) -> None:
         if self.step_source.source in ("optimizer", "explicit"):  # (they win over module calls for good)
