@@ -44,7 +44,10 @@ def _program() -> None:
 def _profile(fold_seconds: float) -> Any:
     import kernelscope
 
-    with kernelscope.profile(compile_capture=False, max_overhead=0, fold_seconds=fold_seconds, fold="inline") as p:
+    # (no shape sample: its end turns the one window over)
+    with kernelscope.profile(
+        compile_capture=False, max_overhead=0, fold_seconds=fold_seconds, fold="inline", shapes="off"
+    ) as p:
         _program()
     assert p.result is not None
     return p.result

@@ -214,6 +214,30 @@ def test_sampled_shapes_give_the_same_flops_as_recording_all_shapes() -> None:
     assert sampled.result.total("flops") == pytest.approx(expected)
 
 
+def test_in_a_program_with_steps_the_shape_sample_is_its_first_whole_steps() -> None:
+    """Shapes cost torch's stop twice as much: in a program with steps the sample ends after two whole steps
+    (here long before its seconds), and every later step's FLOPs are its context's."""
+    import torch
+
+    import kernelscope
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with kernelscope.profile(shape_seconds=30.0, compile_capture=False, max_overhead=0, fold="inline") as p:
+        for _ in range(40):
+            opt.zero_grad()
+            model(torch.randn(64, 128)).sum().backward()
+            opt.step()
+    profile = p.result
+    assert profile is not None
+    shapes = profile.metadata["shapes"]
+    assert shapes["mode"] == "sample" and shapes["recorded_seconds"] < 30.0, shapes
+    assert shapes["extrapolated_calls"] > 0 and profile.metadata["windows"] >= 2
+    first, second = 2 * 64 * 128 * 256, 2 * 64 * 256 * 10
+    assert profile.total("flops") == pytest.approx(40 * (first + second + first + 2 * second))
+
+
 @pytest.mark.skipif(not compile_provenance_available(), reason="this torch has no Inductor provenance (docs/run.md)")
 def test_compiled_kernels_land_on_user_lines_with_exact_parts(tmp_path: Path) -> None:
     # given the compiled example (one graph break), profiled after its two compiling steps

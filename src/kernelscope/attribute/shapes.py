@@ -28,18 +28,22 @@ def snapshot(builder: ProfileBuilder, metrics: Sequence[str]) -> dict[str, dict[
 
 def extrapolate(builder: ProfileBuilder, sampled: dict[str, dict[int, float]], metrics: Sequence[str]) -> float:
     """Give each context's calls made since ``sampled`` (a :func:`snapshot`) the per-call ``metrics``
-    its sampled calls had; return how many calls were filled in."""
+    its sampled calls had, less what they got without shapes (a compiled kernel's FLOPs come from its graph,
+    recorded shapes or not); return how many calls were filled in."""
     counts_now = builder.metric_values("count")
     sampled_counts = sampled.get("count", {})
     filled = 0.0
     for i, metric in enumerate(metrics):
+        values_now = builder.metric_values(metric)
         for node, value in sampled.get(metric, {}).items():
             calls = sampled_counts.get(node, 0.0)
             extra = counts_now.get(node, 0.0) - calls
             if calls > 0 and extra > 0:
-                builder.add(node, metric, value / calls * extra)
-                if i == 0:
-                    filled += extra
+                missing = value / calls * extra - (values_now.get(node, 0.0) - value)
+                if missing > 0:
+                    builder.add(node, metric, missing)
+                    if i == 0:
+                        filled += extra
     return filled
 
 

@@ -1,8 +1,9 @@
 """What a live window records besides ops and lines: shapes (FLOPs, bytes) and allocations, sampled.
 
 Recording shapes doubles torch's stop and adds to the fold, and allocations add events of their own. So by
-default both are recorded over the first ``shape_seconds`` of
-recording, and later calls get the per-call values their context had in the sample
+default both are recorded over the first ``shape_seconds`` of recording, or, in a program with steps, its first
+``SAMPLE_STEPS`` whole steps recorded if they come sooner, and later calls get the per-call values their context
+had in the sample
 (``attribute.shapes.extrapolate_sampled``). Allocations end earlier after the first gap in recording (a
 window opened after unrecorded time sees frees of blocks it never saw allocated: torch prints a warning on
 the program's stderr). ``Sampling`` decides per window, remembers the sample's snapshots and writes the metadata.
@@ -16,6 +17,10 @@ from ..attribute.shapes import MEMORY_METRICS, SHAPE_METRICS, extrapolate_sample
 from ..model import ProfileBuilder
 
 GAP_SECONDS = 0.005  # a window that opens later than this after the last one closed follows unrecorded time
+# In a program with steps the sample ends sooner, after this many whole steps recorded with shapes: its steps
+# repeat the same calls, and a shaped window costs torch's stop twice as much (a 1-s sample was a third of the
+# grace on nanoGPT, and every window of a run the budget samples)
+SAMPLE_STEPS = 2
 
 Snapshot = dict[str, dict[int, float]]
 
@@ -32,8 +37,10 @@ class Sampling:
         self.window_memory = False  # the open window records allocations
         self._gap = False  # recording has had a gap: allocations are no longer recorded
         self._closed_at: float | None = None
+        self.sampled_seconds = shape_seconds  # the seconds of recording the sample took
         self._shaped: Snapshot = {}  # count and shape metrics when shape sampling ended
         self._allocs: Snapshot = {}  # count and allocations when allocation sampling ended
+        self._boundaries = 0  # step boundaries passed with a sampling window open, in a row
 
     @property
     def in_sample(self) -> bool:
@@ -44,15 +51,26 @@ class Sampling:
         """A window opens at ``now`` (perf_counter)."""
         if self._closed_at is not None and now - self._closed_at > GAP_SECONDS:
             self._gap = True
+            self._boundaries = 0  # (the steps in the sample are whole only with no gap between)
         self.window_shapes = self.shapes == "all" or (self.shapes == "sample" and not self.done)
         self.window_memory = self.memory == "all" or (self.memory == "sample" and not self.done and not self._gap)
+
+    def step(self, recording: bool) -> None:
+        """A step boundary, with a window open or not."""
+        self._boundaries = self._boundaries + 1 if recording and self.in_sample else 0
+
+    @property
+    def _steps_sampled(self) -> bool:
+        return self._boundaries > SAMPLE_STEPS  # (the first boundary begins the first whole step)
 
     def closed(self, recorded_seconds: float, now: float) -> tuple[bool, bool]:
         """The window stopped at ``now``; ``recorded_seconds`` recorded so far. Returns the snapshots to take
         once it is folded (``folded``): of the shape sample, of the allocation sample."""
         shaped = self.in_sample and self.shapes == "sample"
         if self.in_sample:
-            self.done = recorded_seconds >= self.shape_seconds
+            self.done = recorded_seconds >= self.shape_seconds or self._steps_sampled
+            if self.done:
+                self.sampled_seconds = recorded_seconds
         allocs = self.window_memory and self.memory == "sample"
         self._closed_at = now
         return shaped, allocs
@@ -66,10 +84,10 @@ class Sampling:
 
     def due(self, elapsed: float) -> bool:
         """Should the open window turn over (``elapsed`` seconds old) to end a sample?"""
-        return self.in_sample and elapsed >= self.shape_seconds
+        return self.in_sample and (elapsed >= self.shape_seconds or self._steps_sampled)
 
     def metadata(self, builder: ProfileBuilder) -> dict[str, Any]:
         """Fill in what the sample left out; the ``shapes`` and ``memory`` metadata."""
         return extrapolate_sampled(
-            builder, self._shaped, self.shapes, self.memory, self.shape_seconds, allocations=self._allocs
+            builder, self._shaped, self.shapes, self.memory, round(self.sampled_seconds, 4), allocations=self._allocs
         )

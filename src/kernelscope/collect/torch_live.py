@@ -244,6 +244,7 @@ class Session:
     def _restart_steps(self) -> None:
         """Another step source won (steps.py): the steps counted so far were parts of its first step."""
         self.log.restart(self.recorder.open)
+        self.sampling.step(recording=False)  # (the sample's steps are the new source's)
         self._plan_steps = 0
         self._step_times.clear()  # the new source's steps are another kind of step
         self._step_seconds = None
@@ -261,6 +262,7 @@ class Session:
         if self.recorder.open:
             self._plan_steps += 1
         self.log.boundary(self.recorder.open)
+        self.sampling.step(self.recorder.open)
         self.accounts.step()
         self.accounts.steps_began()
         self._at_step = True
