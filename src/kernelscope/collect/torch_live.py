@@ -510,11 +510,13 @@ class Session:
         safe = self.safety.can_turn_over() if close else self.safety.can_open()
         if not safe:
             self.deferred += 1
+            self._routine_after = 0.0  # (the next call asks again: a safe point may be rare, as beside threads)
             return
         self._busy = True
         try:
             with sigint_deferred():
                 if close and not self._close(turnover=True):
+                    self._routine_after = 0.0
                     return
                 self._open()
         finally:
