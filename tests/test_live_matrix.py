@@ -217,6 +217,9 @@ def per_step_reference(program: str, tmp: Path) -> list[Counter[str]]:
     return _per_step[program]
 
 
+ARRIVAL_OPS = {"dataloader": {"aten::set_"}}  # ops whose step depends on when a worker's batch arrived
+
+
 @pytest.mark.parametrize("program", ["eager", "dataloader", "checkpointing"])
 def test_a_sampled_profile_holds_whole_steps(program: str, tmp_path_factory: Any) -> None:
     """The default policy with a small grace (so that it samples): every op call the profile holds belongs to
@@ -247,7 +250,14 @@ def test_a_sampled_profile_holds_whole_steps(program: str, tmp_path_factory: Any
         if state in ("whole", "part"):
             most.update(steps[k])
     got = op_calls(load(str(out)))
-    wrong = {op: (got[op], least[op], most[op]) for op in set(got) | set(least) if not least[op] <= got[op] <= most[op]}
+    # (a DataLoader with worker processes unpickles each batch, aten::set_, when it arrives: a batch that arrives
+    # early is taken in during the step before its own, so which step holds it differs between two runs)
+    timing = ARRIVAL_OPS.get(program, set())
+    wrong = {
+        op: (got[op], least[op], most[op])
+        for op in set(got) | set(least)
+        if op not in timing and not least[op] <= got[op] <= most[op]
+    }
     assert not wrong, f"ops outside the whole steps (recorded, least, most): {wrong}"
 
 
