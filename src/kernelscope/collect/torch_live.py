@@ -310,10 +310,10 @@ class Session:
         self._checkpoint()
 
     def _idle_inside_step(self) -> bool:
-        """A module call or torch call skips the policy while a window records if one asked less than
-        ROUTINE_SECONDS ago, and with none open inside a step of a sampled run (the budget holds recording back
-        and windows open only at step boundaries: the policy can only say "nothing" there), unless an import's
-        end is still to be counted."""
+        """With no window open, may a module call or torch call skip the policy? Inside a step of a sampled run
+        (the budget holds recording back and windows open only at step boundaries: the policy can only say
+        "nothing" there), unless an import's end is still to be counted. (While a window records, the callers
+        skip it if it asked less than ROUTINE_SECONDS ago.)"""
         return (
             self.accounts.held
             and self.log.steps > 0
