@@ -1,7 +1,8 @@
 """Per-call costs for calls made after a sampling window (live runs, ``--shapes sample``, ``--memory sample``).
 
-Input shapes (for FLOPs and bytes) and allocation events are recorded during the first window only;
-a context's later calls get the per-call values its sampled calls had.
+Input shapes (for FLOPs and bytes) and allocation events are recorded over a sample at the start of recording
+(collect/sampling.py: the first second, or a program's first whole steps); a context's later calls get the per-call
+values its sampled calls had.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from ..model import ProfileBuilder
 SHAPE_METRICS = ("flops", "bytes")
 MEMORY_METRICS = ("alloc_bytes",)
 SAMPLE_NOTES = {
-    "flops": "input shapes recorded for the first window only; FLOPs and bytes of later calls "
+    "flops": "input shapes recorded in a sample at the start of recording (shapes.recorded_seconds); FLOPs and bytes of later calls "
     "are the same context's per-call values (exact when shapes do not change)",
-    "alloc_bytes": "allocations recorded for the first window only; alloc_bytes of later calls "
+    "alloc_bytes": "allocations recorded in a sample at the start of recording; alloc_bytes of later calls "
     "are the same context's per-call values (exact when each call allocates the same)",
 }
 
