@@ -177,9 +177,10 @@ def test_bad_rank_files_are_named_skipped_and_the_job_completes(
     assert "rank-2.json.gz" in captured.err and "rank-3.json.gz: of another job" in captured.err
     assert "2 of 4 rank files imported, 2 skipped" in captured.out
     assert sorted(p.name for p in (root / "keyed").iterdir()) == ["rank=0", "rank=1"]
-    # a worker that dies while importing one file: that file is named, the rest completes
+    # a worker that dies while importing one file: that file is named, the rest completes (the file that kills
+    # it first: a task the worker held beside it dies with it and is run again, alone)
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    result = import_job([str(ranks / "rank-0.json.gz"), str(ranks / "rank-4-dies.json.gz")], str(tmp_path / "s2"),
+    result = import_job([str(ranks / "rank-4-dies.json.gz"), str(ranks / "rank-0.json.gz")], str(tmp_path / "s2"),
                         workers=1, task=_die_on_marked_file)  # fmt: skip
     assert [r["rank"] for r in result.manifest.ranks] == [0]
     (skipped,) = result.manifest.skipped

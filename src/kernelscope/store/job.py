@@ -4,7 +4,7 @@ Each file is one task (``work.import_rank``) on a Dask cluster: a local one by d
 process per core, a memory limit per worker, one thread each since an import is single-threaded
 Python), or a running one given by its scheduler address. Workers write their tables to a staging
 folder beside the store; once every task ended, the client keeps the ranks of the job (a file that
-failed, whose worker died, that belongs to another job or repeats a rank is named and skipped), moves
+failed, whose worker died (run once more alone: a dying worker takes every task it held), that belongs to another job or repeats a rank is named and skipped), moves
 their tables into place, writes the merged profile and, last, the manifest. A store of another job is
 never touched.
 """
@@ -92,9 +92,19 @@ def dask_client(scheduler: str | None, workers: int, memory_limit: str) -> Itera
 
 
 def run_tasks(client: Any, paths: Sequence[str], staging: str, task: Task = import_rank) -> list[RankOutcome]:
+    """Every file's outcome. A worker that dies takes down every task it held, not only the file that killed it
+    (Dask may hand a worker more than one): each file whose worker died is run once more, alone, and is
+    skipped only if its worker dies again."""
+    outcomes = {o.index: o for o in _run(client, paths, range(len(paths)), staging, task)}
+    for i in [i for i, o in outcomes.items() if o.died]:
+        (outcomes[i],) = _run(client, paths, [i], staging, task)
+    return sorted(outcomes.values(), key=lambda o: o.index)
+
+
+def _run(client: Any, paths: Sequence[str], which: Sequence[int], staging: str, task: Task) -> list[RankOutcome]:
     from distributed import as_completed
 
-    futures = {client.submit(task, i, p, staging, pure=False, retries=0): i for i, p in enumerate(paths)}
+    futures = {client.submit(task, i, paths[i], staging, pure=False, retries=0): i for i in which}
     outcomes: list[RankOutcome] = []
     for fut in as_completed(list(futures)):  # type: ignore[no-untyped-call]
         i = futures[fut]
@@ -102,9 +112,9 @@ def run_tasks(client: Any, paths: Sequence[str], staging: str, task: Task = impo
             outcomes.append(fut.result())
         except Exception as exc:  # KilledWorker, a lost connection: the worker is gone, the job goes on
             what = type(exc).__name__
-            outcomes.append(RankOutcome(i, paths[i], error=f"{paths[i]}: the worker importing it died ({what})"))
+            error = f"{paths[i]}: the worker importing it died ({what})"
+            outcomes.append(RankOutcome(i, paths[i], error=error, died=True))
         fut.release()
-    outcomes.sort(key=lambda o: o.index)
     return outcomes
 
 

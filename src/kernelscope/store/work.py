@@ -31,6 +31,7 @@ class RankOutcome:
     signature: dict[str, Any] = field(default_factory=dict)
     staged: str = ""  # folder holding this file's tables (<table>.parquet)
     peak_rss_kb: int = 0  # the worker's peak resident memory when the task ended
+    died: bool = False  # the worker running the task died (this file, or another task it held, killed it)
 
     @property
     def imported(self) -> bool:
