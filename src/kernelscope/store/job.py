@@ -1,11 +1,11 @@
 """``import --store``: a whole job's rank traces imported on Dask, written as a store.
 
-Each file is one task (``work.import_rank``) on a Dask cluster: a local one by default (one worker
-process per core, a memory limit per worker, one thread each since an import is single-threaded
-Python), or a running one given by its scheduler address. Workers write their tables to a staging
-folder beside the store; once every task ended, the client keeps the ranks of the job (a file that
-failed, whose worker died (run once more alone: a dying worker takes every task it held), that belongs to another job or repeats a rank is named and skipped), moves
-their tables into place, writes the merged profile and, last, the manifest. A store of another job is
+Each file is one task (``work.import_rank``) on a Dask cluster: a local one by default (one worker process per
+core, a memory limit per worker, one thread each since an import is single-threaded Python), or a running one
+given by its scheduler address. Workers write their tables to a staging folder beside the store; once every
+task ended, the client keeps the ranks of the job (a file that failed, whose worker died (run once more alone:
+a dying worker takes every task it held), that belongs to another job or repeats a rank is named and skipped),
+moves their tables into place, writes the merged profile and, last, the manifest. A store of another job is
 never touched.
 """
 
