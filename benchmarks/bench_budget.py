@@ -8,13 +8,14 @@ fresh process per mode, modes round-robin, median wall and CPU time over ``--rep
 - ``ks``: ``kernelscope run`` with the default overhead budget;
 - ``ks0``: ``kernelscope run --max-overhead 0`` (every op recorded);
 - ``ks_inline``, ``ks0_inline``: the same with ``--fold inline`` (windows folded in the program's process);
+- ``ks_graceN`` (e.g. ``ks_grace3``): the default budget with ``--grace N``;
 - ``torch``: torch.profiler (no stacks) around the whole program;
 - ``torch_stack``: torch.profiler with stacks, modules and shapes around the whole program.
 
 Ratios are to ``plain``; wall time includes interpreter start-up and imports, as a user sees it; CPU time
 (user + system of the process) is the figure to trust on a busy machine. For ``ks`` the table also gives the
 steps recorded whole of the steps made, steps recorded in part, and kernelscope's own cost as the profile
-states it. ``--busy`` runs a process that burns one core beside every run (a busy neighbour).
+states it (and the same for each ``ks_graceN``). ``--busy`` runs a process that burns one core beside every run (a busy neighbour).
 ``python benchmarks/bench_budget.py [--repeats 3] [--programs eager,lbfgs,...] [--modes ...] [--busy]``
 """
 
@@ -68,6 +69,8 @@ def command(mode: str, program: list[str], out: Path) -> list[str]:
         return [py, *program]
     if mode.startswith("ks"):
         budget = ["--max-overhead", "0"] if mode.startswith("ks0") else []
+        if mode.startswith("ks_grace"):
+            budget = ["--grace", mode.removeprefix("ks_grace")]
         fold = ["--fold", "inline"] if mode.endswith("_inline") else []
         return [py, "-m", "kernelscope", "run", "--no-view", *budget, *fold, "-o", str(out), *program]
     return [py, "-c", TORCH_WRAP, "stack" if mode == "torch_stack" else "plain", *program]
@@ -112,13 +115,13 @@ def run_all(args: argparse.Namespace) -> None:
                         continue
                     walls.setdefault((prog, mode), []).append(r["wall_s"])
                     cpus.setdefault((prog, mode), []).append(r["cpu_s"])
-                    if mode == "ks" and out.exists():
+                    if (mode == "ks" or mode.startswith("ks_grace")) and out.exists():
                         sys.path.insert(0, str(REPO / "src"))
                         from kernelscope import load
 
                         cov = load(str(out)).metadata.get("coverage", {})
                         parts = cov.get("parts") or {}
-                        coverage[prog] = {
+                        coverage[prog if mode == "ks" else f"{prog}/{mode}"] = {
                             k: cov.get(k, 0.0)
                             for k in (
                                 "recorded_seconds",
@@ -143,12 +146,11 @@ def run_all(args: argparse.Namespace) -> None:
             cpu_cells.append(f"cpu {cpu / base_cpu:4.2f}x" if mode != "plain" else f"cpu {cpu:7.2f}s")
             rows.setdefault(prog, {})[mode] = med
             cpu_rows.setdefault(prog, {})[mode] = cpu
-        k = coverage.get(prog, {})
-        cov = (
-            f"   {int(k.get('recorded_steps', 0))} of {int(k.get('steps', 0))}, {int(k.get('partial_steps', 0))}, "
-            f"{k.get('overhead_seconds', 0):.2f}"
-            if k
-            else ""
+        cov = "".join(
+            f"   {'' if key == prog else key.split('/')[1] + ': '}{int(k.get('recorded_steps', 0))} of "
+            f"{int(k.get('steps', 0))}, {int(k.get('partial_steps', 0))}, {k.get('overhead_seconds', 0):.2f}"
+            for key, k in coverage.items()
+            if key == prog or key.startswith(prog + "/")
         )
         print(f"{prog:22s}" + "".join(f"{x:>13s}" for x in cells) + cov)
         print(f"{'':22s}" + "".join(f"{x:>13s}" for x in cpu_cells))

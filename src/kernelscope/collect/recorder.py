@@ -207,6 +207,7 @@ class Recorder:
         self._uncollected += events
         self._collect()
         self._paused(begun_ns)
+        self.sampling.resumed(time.perf_counter())
         return Closed(window, cpu, events, ops, lost=lost is not None, pending=pending)
 
     def _can_fold_behind(self, window: float, cpu: float) -> bool:

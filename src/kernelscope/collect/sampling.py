@@ -75,6 +75,11 @@ class Sampling:
         self._closed_at = now
         return shaped, allocs
 
+    def resumed(self, now: float) -> None:
+        """The program runs on at ``now``, the stopped window folded (inline) or handed to a child: a gap in
+        recording is counted from here (a turnover whose stop and fold took longer than ``GAP_SECONDS`` is none)."""
+        self._closed_at = now
+
     def folded(self, builder: ProfileBuilder, snapshots: tuple[bool, bool]) -> None:
         """The window that ``closed`` returned ``snapshots`` for is folded into ``builder``."""
         if snapshots[0]:
