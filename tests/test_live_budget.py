@@ -109,6 +109,12 @@ def test_the_header_says_what_the_budget_left_out() -> None:
         "recorded 4.0 of 40.0 s (10%, 38 of 400 steps whole): recording waited; kernelscope's own cost 4.0 s"
     )
     assert len(header_items(summarize(_profile(None)))) == 2  # type: ignore[arg-type]
+    # a program that ran no op at all (it stopped at its arguments) is not said to have lost time to recording
+    never = {**COVERAGE, "budget_holds": 0, "recorded_seconds": 0.0, "steps": 0, "recorded_steps": 0}
+    assert coverage_note({"coverage": never, "recording": {"last_decision": "not started"}}) == (
+        "recorded 0.00 of 40.0 s (0%): the program ran no torch op or module call from its own code; kernelscope's "
+        "own cost 4.0 s"
+    )
 
 
 def test_time_not_recorded_is_named_for_what_it_was() -> None:

@@ -115,6 +115,9 @@ def coverage_note(md: dict[str, Any]) -> str | None:
         asked = _asked(md)
         missed = cov.get("missed")
         why = asked or str(missed or "recording could not resume where the program was")
+        recording = md.get("recording")
+        if rec <= 0 and isinstance(recording, dict) and recording.get("last_decision") == "not started":
+            why = "the program ran no torch op or module call from its own code"  # (e.g. it stopped at its arguments)
         if asked and missed:
             why += f"; {missed}"
     if partial:
