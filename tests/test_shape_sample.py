@@ -35,13 +35,13 @@ def test_a_turnover_is_no_gap_however_long_its_stop_and_fold_take() -> None:
     for now in (1.0, 2.0, 3.0):  # each window holds one boundary and turns over
         assert s.window_memory and s.window_shapes and not s.done
         s.step(recording=True)
-        s.closed(recorded_seconds=now, now=now)
+        s.closed(recorded_seconds=now)
         s.resumed(now + 0.1)  # the stop and the fold took 0.1 s: the program did not run
         s.opening(now + 0.1)
     assert s.done and not s.window_shapes  # three boundaries in a row: two whole steps sampled
     late = Sampling("sample", "sample", shape_seconds=30.0)
     late.opening(0.0)
-    late.closed(recorded_seconds=1.0, now=1.0)
+    late.closed(recorded_seconds=1.0)
     late.resumed(1.1)
     late.opening(1.2)  # the program ran unrecorded for 0.1 s: a gap, allocations end
     assert late.window_shapes and not late.window_memory

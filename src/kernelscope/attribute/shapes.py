@@ -15,8 +15,8 @@ from ..model import ProfileBuilder
 SHAPE_METRICS = ("flops", "bytes")
 MEMORY_METRICS = ("alloc_bytes",)
 SAMPLE_NOTES = {
-    "flops": "input shapes recorded in a sample at the start of recording (shapes.recorded_seconds); FLOPs and bytes of later calls "
-    "are the same context's per-call values (exact when shapes do not change)",
+    "flops": "input shapes recorded in a sample at the start of recording (shapes.recorded_seconds); FLOPs and "
+    "bytes of later calls are the same context's per-call values (exact when shapes do not change)",
     "alloc_bytes": "allocations recorded in a sample at the start of recording; alloc_bytes of later calls "
     "are the same context's per-call values (exact when each call allocates the same)",
 }

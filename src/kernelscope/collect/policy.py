@@ -164,8 +164,7 @@ def _at_step(s: Snapshot, budget: Budget) -> Decision:
     # fold if that is still running (at the budget's edge windows are short). An open window pays that wait
     # whenever it stops: closing it sooner saves nothing of it
     extra = 0.0 if s.recording else s.window_fixed + max(s.fold_wait - step, 0.0)
-    spare = OPEN_SPARE
-    fits = budget.allows(cost=(s.cost + extra + step * s.rate) / spare, program_seconds=s.program_seconds + step)
+    fits = budget.allows(cost=(s.cost + extra + step * s.rate) / OPEN_SPARE, program_seconds=s.program_seconds + step)
     if fits or _owed(s, budget):
         why = "one more whole step fits the budget" if fits else "one of the first whole steps"
         return _keep(s, why) if s.recording else Decision(Action.OPEN, why)

@@ -183,7 +183,7 @@ class Recorder:
         self._ran_on.at_close()
         self.threads.look()
         self.safety.stopped(compile_entry=compile_entry)
-        snapshots = self.sampling.closed(self.recorded_seconds, time.perf_counter())
+        snapshots = self.sampling.closed(self.recorded_seconds)
         t0 = time.perf_counter()
         events = 0
         ops = 0.0

@@ -16,7 +16,8 @@ from typing import Any
 from ..attribute.shapes import MEMORY_METRICS, SHAPE_METRICS, extrapolate_sampled, snapshot
 from ..model import ProfileBuilder
 
-GAP_SECONDS = 0.005  # a window that opens later than this after the last one closed follows unrecorded time
+# a window that opens later than this after the program ran on from the last one follows unrecorded time
+GAP_SECONDS = 0.005
 # In a program with steps the sample ends sooner, after this many whole steps recorded with shapes: its steps
 # repeat the same calls, and a shaped window costs torch's stop twice as much (a 1-s sample was a third of the
 # grace on nanoGPT, and every window of a run the budget samples)
@@ -36,7 +37,7 @@ class Sampling:
         self.window_shapes = False  # the open window records shapes
         self.window_memory = False  # the open window records allocations
         self._gap = False  # recording has had a gap: allocations are no longer recorded
-        self._closed_at: float | None = None
+        self._resumed_at: float | None = None
         self.sampled_seconds = shape_seconds  # the seconds of recording the sample took
         self._shaped: Snapshot = {}  # count and shape metrics when shape sampling ended
         self._allocs: Snapshot = {}  # count and allocations when allocation sampling ended
@@ -49,7 +50,7 @@ class Sampling:
 
     def opening(self, now: float) -> None:
         """A window opens at ``now`` (perf_counter)."""
-        if self._closed_at is not None and now - self._closed_at > GAP_SECONDS:
+        if self._resumed_at is not None and now - self._resumed_at > GAP_SECONDS:
             self._gap = True
             self._boundaries = 0  # (the steps in the sample are whole only with no gap between)
         self.window_shapes = self.shapes == "all" or (self.shapes == "sample" and not self.done)
@@ -63,22 +64,21 @@ class Sampling:
     def _steps_sampled(self) -> bool:
         return self._boundaries > SAMPLE_STEPS  # (the first boundary begins the first whole step)
 
-    def closed(self, recorded_seconds: float, now: float) -> tuple[bool, bool]:
-        """The window stopped at ``now``; ``recorded_seconds`` recorded so far. Returns the snapshots to take
-        once it is folded (``folded``): of the shape sample, of the allocation sample."""
+    def closed(self, recorded_seconds: float) -> tuple[bool, bool]:
+        """The window stopped; ``recorded_seconds`` recorded so far. Returns the snapshots to take once it is
+        folded (``folded``): of the shape sample, of the allocation sample."""
         shaped = self.in_sample and self.shapes == "sample"
         if self.in_sample:
             self.done = recorded_seconds >= self.shape_seconds or self._steps_sampled
             if self.done:
                 self.sampled_seconds = recorded_seconds
         allocs = self.window_memory and self.memory == "sample"
-        self._closed_at = now
         return shaped, allocs
 
     def resumed(self, now: float) -> None:
         """The program runs on at ``now``, the stopped window folded (inline) or handed to a child: a gap in
         recording is counted from here (a turnover whose stop and fold took longer than ``GAP_SECONDS`` is none)."""
-        self._closed_at = now
+        self._resumed_at = now
 
     def folded(self, builder: ProfileBuilder, snapshots: tuple[bool, bool]) -> None:
         """The window that ``closed`` returned ``snapshots`` for is folded into ``builder``."""
