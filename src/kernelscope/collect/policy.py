@@ -160,7 +160,7 @@ def _at_step(s: Snapshot, budget: Budget) -> Decision:
     if not s.recording and s.sampled and s.fold_wait > 0 and not _owed(s, budget):
         # the last window's cost is known only once its child is done (its close was projected: nanoGPT-200's was
         # 0.4 s dearer than it came to), and a window stopped before then waits for the child: re-opened at the
-        # budget's edge meanwhile, short windows overran the grace in 3 of 5 runs (own cost 3.02-3.28 s on 3.0 s)
+        # budget's edge meanwhile, short windows overran the grace in 2 of 4 runs (own cost 3.02 and 3.28 s on 3.0 s)
         return Decision(Action.NOTHING, "the budget is known once the last window has folded", True)
     step = _step_estimate(s)
     if s.step_high is not None:  # (a step that overruns what was allowed for it is cut: see decide)
