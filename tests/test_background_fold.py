@@ -66,7 +66,8 @@ def test_background_and_inline_folds_give_the_same_profile(monkeypatch: pytest.M
     from kernelscope.collect import background, recorder
 
     monkeypatch.setattr(background, "FREE_CORE_SHARE", 0.0)  # (a loaded test machine must not turn it off,
-    monkeypatch.setattr(recorder, "BACKGROUND_MIN_CPU", 0.0)  # nor keep a window inline for its little CPU)
+    monkeypatch.setattr(recorder, "BACKGROUND_MIN_CPU", 0.0)  # nor keep a window inline for its little CPU,
+    monkeypatch.setattr(background, "FAULT_SECONDS", 0.0)  # nor for its fork's faults)
     inline, behind = _profile("inline"), _profile("background")
     fold = behind.metadata["recording"]["fold"]
     assert fold["windows"] >= 2 and inline.metadata["windows"] >= 3, fold  # windows really folded in a child
@@ -173,3 +174,39 @@ def test_fold_mode_is_checked() -> None:
 
     with pytest.raises(ValueError, match="fold must be one of background, inline"):
         LiveOptions(fold="thread")
+
+
+def test_a_forks_copy_on_write_faults_are_charged_and_weighed_against_folding_inline() -> None:
+    """After a fork every page the program writes faults and is copied, in the program's own time: the faults
+    taken while the child lived are charged to kernelscope, and a window whose fold here would cost less than
+    the last fork's faults is not forked."""
+    import time
+
+    from kernelscope.collect import background
+
+    b = background.BackgroundFold()
+    assert b.worth(0.01)  # (nothing measured yet: fork)
+    pages = bytearray(32 * 2**20)  # 8,192 pages, all touched before the fork
+    for i in range(0, len(pages), 4096):
+        pages[i] = 1
+    adopted: list[tuple[Any, Any, float]] = []
+
+    def fold() -> Any:  # (in the child, 0.4 CPU seconds: the parent writes every page meanwhile)
+        begun = time.process_time()
+        while time.process_time() - begun < 0.4:
+            pass
+        return background.Folded(events=1, folder={}, converter={})
+
+    assert b.fork(fold, lambda folded, why, cow: adopted.append((folded, why, cow)), window_cpu=0.4)
+    for i in range(0, len(pages), 4096):
+        pages[i] = 2  # each a copy-on-write fault: the child holds the page
+    b.settle()
+    ((folded, why, cow),) = adopted
+    assert why is None and folded.events == 1
+    assert 4_000 * background.FAULT_SECONDS <= cow < 1.0, cow  # (most of the 8,192 pages, and not a second)
+    assert b.metadata()["copy_on_write_seconds"] == round(cow, 4) and b.last_cow == cow
+    # the fold's CPU per CPU second of its window, measured (~0.4 for 0.4): a window is worth a child where
+    # folding it here would cost more than the faults
+    per_cpu = b._fold_cpu / b._fold_window_cpu
+    assert 0.5 < per_cpu < 2.0
+    assert b.worth(2 * cow / per_cpu) and not b.worth(0.5 * cow / per_cpu)

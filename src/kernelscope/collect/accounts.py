@@ -223,6 +223,14 @@ class Accounts:
             self.own.wall += spend.wall
             self.own.cpu += spend.cpu
 
+    def charge(self, spend: Spend, seconds: float) -> None:
+        """Charge work kernelscope caused in the program's own time (a fork's copy-on-write faults) to a piece of
+        its own work, on both clocks (the faults are the process's system time)."""
+        spend.wall += seconds
+        spend.cpu += seconds
+        self.own.wall += seconds
+        self.own.cpu += seconds
+
     @property
     def cost(self) -> float:
         """kernelscope's cost in wall seconds (what the profile states)."""

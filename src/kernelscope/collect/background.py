@@ -22,6 +22,14 @@ does where no core is free:
   the fold inline), and its profile said so. Beside a child the program's share understates what it asks for, so
   only a window without one decides.
 
+A fork is not free for the program: its memory is shared with the child copy-on-write, so each page the program
+writes after the fork faults and is copied (the first write after the child is gone still faults). The program
+pays this in its own steps: nanoGPT on the 2-core VM, 15,000 more minor faults and 30 ms more over 6 steps after a
+fork at batch 8, 42,000 and 95 ms at batch 32 (``benchmarks/fork_cost.py``), ~2.2 µs a fault. The faults a run
+takes while a child lives, less the program's own rate of them without one, are charged to kernelscope's cost at
+that rate (``copy_on_write_seconds``), and a window whose fold inline would cost less than the last fork's faults
+folds inline: at batch 32 the budget's one-step windows cost the program more in faults than their folds.
+
 Where the fold touches state that lives only in the parent (torch.compile's capture, native sampling, the
 program's own threads, the shape and allocation sample), windows are folded inline, as without this.
 Linux only (``os.fork``); elsewhere, and with ``run --fold inline``, every window folds inline.
@@ -54,6 +62,9 @@ FREE_CORE_LEFT = 0.75
 # parameters and optimizer state, on a CPU run, each step) is copied. No child where a copy of all of the
 # program's memory would take more than this share of what the machine has available.
 MEMORY_SHARE = 0.5
+# What one copy-on-write fault costs the program (a page copied, or made writable again): see the docstring.
+FAULT_SECONDS = 2.2e-6
+FREE_RATE_SECONDS = 0.5  # seconds without a child after which the program's own fault rate is known
 # the folder's own attributes that live in the parent (callbacks, samplers, hooks): never sent back
 _PARENT_ONLY = frozenset({"events", "threads", "native", "scope_metrics"})
 _EVENTS_PARENT_ONLY = frozenset({"module_path"})
@@ -77,9 +88,10 @@ class Folded:
 class Child:
     pid: int
     path: str
-    adopt: Callable[[Folded | None, str | None], None]  # the recorder's bookkeeping once the window is in
+    adopt: Callable[[Folded | None, str | None, float], None]  # the recorder's bookkeeping once the window is in
     started: float = 0.0  # perf_counter when it was forked
     window_cpu: float = 0.0  # the CPU seconds of the window it folds
+    faults: int = 0  # the process's minor faults when it was forked
 
 
 class BackgroundFold:
@@ -93,6 +105,13 @@ class BackgroundFold:
         self.waited = 0.0  # wall seconds the program waited for a child
         self._fold_wall = 0.0  # the children's wall seconds folding ...
         self._fold_window_cpu = 0.0  # ... for windows of this many CPU seconds
+        self._fold_cpu = 0.0  # the children's CPU seconds folding those windows
+        self.cow = 0.0  # seconds of copy-on-write faults charged (see the docstring)
+        self.last_cow: float | None = None  # ... for the last fork
+        # since when no child runs (counted from the first child's end: set-up allocates at a rate of its own)
+        self._free: tuple[float, int] | None = None
+        self._free_seconds = 0.0  # seconds without a child ...
+        self._free_faults = 0  # ... and the faults the program took in them
         self._dir: str | None = None
 
     @property
@@ -129,8 +148,18 @@ class BackgroundFold:
         )
         return False
 
+    def worth(self, window_cpu: float) -> bool:
+        """Is a child worth its copy-on-write faults for a window of ``window_cpu`` CPU seconds: would folding it
+        here cost more than the last fork's faults cost the program? (Yes until both are measured.)"""
+        if self.last_cow is None or self._fold_window_cpu <= 0:
+            return True
+        return window_cpu * self._fold_cpu / self._fold_window_cpu > self.last_cow
+
     def fork(
-        self, fold: Callable[[], Folded], adopt: Callable[[Folded | None, str | None], None], window_cpu: float = 0.0
+        self,
+        fold: Callable[[], Folded],
+        adopt: Callable[[Folded | None, str | None, float], None],
+        window_cpu: float = 0.0,
     ) -> bool:
         """Run ``fold`` in a child (of a window of ``window_cpu`` CPU seconds); False (nothing started) when the
         process could not fork."""
@@ -141,13 +170,18 @@ class BackgroundFold:
             path = os.path.join(self._dir, f"window-{self.windows}.pickle")
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)  # (3.12+: fork of a threaded process)
+                faults, now = _minor_faults(), time.perf_counter()
                 pid = os.fork()
         except OSError as exc:  # (no temporary folder, or no fork: the window folds inline)
             self.off = f"could not fork ({exc.strerror or exc})"
             return False
         if pid == 0:  # the child: fold, write, leave without running anything of the program's
             _child(fold, path)
-        self.child = Child(pid, path, adopt, time.perf_counter(), window_cpu)
+        if self._free is not None:
+            self._free_seconds += now - self._free[0]
+            self._free_faults += faults - self._free[1]
+            self._free = None
+        self.child = Child(pid, path, adopt, now, window_cpu, faults)
         self.windows += 1
         return True
 
@@ -192,6 +226,12 @@ class BackgroundFold:
 
     def _adopt(self, c: Child, status: int) -> None:
         self.child = None
+        now, faults = time.perf_counter(), _minor_faults()
+        self._free = (now, faults)
+        own_rate = self._free_faults / self._free_seconds if self._free_seconds >= FREE_RATE_SECONDS else 0.0
+        cow = max(faults - c.faults - own_rate * (now - c.started), 0.0) * FAULT_SECONDS
+        self.cow += cow
+        self.last_cow = cow
         folded: Folded | None = None
         why = None
         try:
@@ -207,6 +247,7 @@ class BackgroundFold:
             self.cpu += folded.cpu
             if c.window_cpu >= 0.2:  # (a short window's child is mostly its fixed cost)
                 self._fold_wall += folded.wall
+                self._fold_cpu += folded.cpu
                 self._fold_window_cpu += c.window_cpu
             share = folded.cpu / folded.wall if folded.wall > 0 else 1.0
             if folded.wall >= 0.05 and share < FREE_CORE_SHARE:
@@ -216,13 +257,14 @@ class BackgroundFold:
                 )
         else:
             self.off = why
-        c.adopt(folded, why)
+        c.adopt(folded, why, cow)
 
     def metadata(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "windows": self.windows,
             "cpu_seconds": round(self.cpu, 4),
             "waited_seconds": round(self.waited, 4),
+            "copy_on_write_seconds": round(self.cow, 4),
         }
         if self.off is not None:
             out["stopped"] = self.off
@@ -250,6 +292,15 @@ def _child(fold: Callable[[], Folded], path: str) -> None:
         code = 0
     finally:
         os._exit(code)
+
+
+def _minor_faults() -> int:
+    """The process's minor page faults so far (0 where the platform does not count them)."""
+    try:
+        import resource
+    except ImportError:  # (not on Windows; nor is fork)
+        return 0
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
 
 
 def _memory() -> tuple[int | None, int | None]:

@@ -42,6 +42,7 @@ class Closed:
     op_seconds: float  # op time folded from it
     lost: bool = False  # torch could not stop or post-process it: nothing of it is in the profile
     pending: bool = False  # folding in the background: ``Recorder.on_folded`` gets the figures once it is in
+    cow: float = 0.0  # seconds of copy-on-write faults its child's fork cost the program (background.py)
 
 
 class Recorder:
@@ -223,6 +224,7 @@ class Recorder:
             and self.folder.native is None
             and not self.threads.functions
             and b.room(window, cpu, self._clean)
+            and b.worth(cpu)
         )
 
     def _fold_behind(self, results: Any, closed: Closed, snapshots: tuple[bool, bool]) -> bool:
@@ -238,8 +240,8 @@ class Recorder:
             popped = {name: n - len(queues.get(name, ())) for name, n in sizes.items()}
             return Folded(events, state, converter, {k: n for k, n in popped.items() if n}, self.warnings[notes:])
 
-        def adopt(folded: Folded | None, why: str | None) -> None:  # (here, once the child is done)
-            self._adopt(folded, why, closed, snapshots)
+        def adopt(folded: Folded | None, why: str | None, cow: float) -> None:  # (here, once the child is done)
+            self._adopt(folded, why, dataclasses.replace(closed, cow=cow), snapshots)
 
         assert self.background is not None
         return self.background.fork(fold, adopt, closed.cpu)
@@ -251,7 +253,7 @@ class Recorder:
             note = f"a recorded window is lost: {why}; later windows fold in the program's process"
             if note not in self.warnings:
                 self.warnings.append(note)
-            final = Closed(closed.window, closed.cpu, 0, 0.0, lost=True)
+            final = Closed(closed.window, closed.cpu, 0, 0.0, lost=True, cow=closed.cow)
         else:
             ops0 = self._op_seconds()
             adopt_state(self.folder, folded.folder, folded.converter)
@@ -264,7 +266,7 @@ class Recorder:
             self.device_run = self.folder.device_run
             self._uncollected += folded.events
             self.sampling.folded(self.folder.builder, snapshots)
-            final = Closed(closed.window, closed.cpu, folded.events, self._op_seconds() - ops0)
+            final = Closed(closed.window, closed.cpu, folded.events, self._op_seconds() - ops0, cow=closed.cow)
         if self.on_folded is not None:
             self.on_folded(final)
 

@@ -559,6 +559,8 @@ class Session:
 
     def _window_folded(self, closed: Closed, closing: Spend, fixed: float, window_from: int | None) -> None:
         """A window's figures, once it is folded: the accounts, the steps it held if it was lost, a checkpoint."""
+        if closed.cow:  # (the faults its child's fork cost the program: kernelscope's, as its stop)
+            self.accounts.charge(closing, closed.cow)
         self.accounts.window_closed(
             window=closed.window,
             cpu=closed.cpu,
