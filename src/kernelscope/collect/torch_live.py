@@ -561,6 +561,10 @@ class Session:
         """A window's figures, once it is folded: the accounts, the steps it held if it was lost, a checkpoint."""
         if closed.cow:  # (the faults its child's fork cost the program: kernelscope's, as its stop)
             self.accounts.charge(closing, closed.cow)
+            # they do not grow with the window (the program's written memory does not): its fixed part, as
+            # opening is. In the rate they made each second of a short shape-sample window several times dearer,
+            # and nanoGPT-20's 1-s window was projected 1.5 s over its real cost and cut at step 16 of 20
+            fixed += closed.cow
         self.accounts.window_closed(
             window=closed.window,
             cpu=closed.cpu,
