@@ -24,11 +24,12 @@ does where no core is free:
 
 A fork is not free for the program: its memory is shared with the child copy-on-write, so each page the program
 writes after the fork faults and is copied (the first write after the child is gone still faults). The program
-pays this in its own steps: nanoGPT on the 2-core VM, 15,000 more minor faults and 30 ms more over 6 steps after a
-fork at batch 8, 42,000 and 95 ms at batch 32 (``benchmarks/fork_cost.py``), ~2.2 µs a fault. The faults a run
+pays this in its own steps: nanoGPT on the 2-core VM, 16,000 more minor faults and 38 ms more over the 6 steps after a
+fork at batch 8, 45,000 and 115 ms at batch 32, 2.4-2.6 µs a fault (``benchmarks/fork_cost.py``). The faults a run
 takes while a child lives, less the program's own rate of them without one, are charged to kernelscope's cost at
-that rate (``copy_on_write_seconds``), and a window whose fold inline would cost less than the last fork's faults
-folds inline: at batch 32 the budget's one-step windows cost the program more in faults than their folds.
+2.2 µs each (``copy_on_write_seconds``; the faults after the child is gone are left out), and a window whose fold
+inline would cost less than the last fork's faults folds inline: at batch 32 the budget's one-step windows cost the
+program more in faults than their folds.
 
 Where the fold touches state that lives only in the parent (torch.compile's capture, native sampling, the
 program's own threads, the shape and allocation sample), windows are folded inline, as without this.
