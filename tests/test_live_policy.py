@@ -83,6 +83,27 @@ def test_a_sampled_run_opens_no_window_before_the_last_one_has_folded() -> None:
     assert act(**{**held, "sampled": False}, fold_wait=0.05) is Action.OPEN  # (not held back before: it fits)
     assert act(**{**held, "whole_steps": 1}, fold_wait=0.05) is Action.OPEN  # (an owed whole step)
     assert act(**{**held, "recording": True}, fold_wait=0.05) is Action.NOTHING  # (an open window records on)
+    # a child folding past its estimated end (the estimate reads 0) is still folding
+    assert act(**held, folding=True, fold_wait=0.0) is Action.NOTHING
+
+
+def test_a_window_is_turned_over_only_where_the_next_ones_wait_for_its_fold_fits_the_budget() -> None:
+    """A window turned over forks a child for the one before, and the new window's stop waits for it: turned over
+    at the budget's edge, nanoGPT-200's last short window waited 0.23-0.28 s at its stop (own cost 3.1-3.2 s on the
+    3.0-s grace, 2 of 3 runs). There the window records on unturned instead: its stop then waits for no child."""
+    due = {"recording": True, "fold_due": True, "steps": 40, "whole_steps": 30, "rate": 0.7, "window_fixed": 0.09}
+    due |= {"cost": 2.6, "program_seconds": 4.0, "step_seconds": 0.06, "step_high": 0.065}
+    at_step = {**due, "at_step": True}
+    assert act(**at_step) is Action.TURN_OVER  # folds inline (no wait): 2.6 + 0.08 x 0.7 fits
+    assert act(**at_step, turnover_wait=0.1) is Action.TURN_OVER  # 2.6 + 0.09 + 0.02 + 0.06 fits 0.97 x 3.0
+    d = decide(Snapshot(**at_step, turnover_wait=0.4), BUDGET)  # type: ignore[arg-type]
+    assert d.action is Action.NOTHING and not d.held and "turnover would wait" in d.reason  # records on
+    assert act(**due, turnover_wait=0.4) is Action.NOTHING  # nor inside a step (the boundary decides)
+    assert act(**due, turnover_wait=0.1) is Action.TURN_OVER
+    assert act(**{**at_step, "cost": 1.0}, turnover_wait=0.4) is Action.TURN_OVER  # far from the edge
+    assert act(**{**at_step, "whole_steps": 1}, turnover_wait=0.4) is Action.TURN_OVER  # an owed whole step
+    off = Budget(0.0)
+    assert decide(Snapshot(**at_step, turnover_wait=9.0), off).action is Action.TURN_OVER  # (no budget)
 
 
 def test_an_open_window_records_on_only_with_room_for_its_longest_step() -> None:

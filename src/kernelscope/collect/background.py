@@ -198,14 +198,18 @@ class BackgroundFold:
         if done:
             self._adopt(c, status)
 
+    def fold_seconds(self, window_cpu: float) -> float:
+        """How long a child takes to fold a window of ``window_cpu`` CPU seconds, from how long children took per
+        CPU second of their windows (1.5 before one has finished)."""
+        per_cpu = self._fold_wall / self._fold_window_cpu if self._fold_window_cpu > 0 else 1.5
+        return per_cpu * window_cpu
+
     def expected_wait(self) -> float:
-        """How long stopping a window now would wait for the child still folding, from how long children took
-        per CPU second of their windows (1.5 before one has finished)."""
+        """How long stopping a window now would wait for the child still folding."""
         c = self.child
         if c is None:
             return 0.0
-        per_cpu = self._fold_wall / self._fold_window_cpu if self._fold_window_cpu > 0 else 1.5
-        return max(per_cpu * c.window_cpu - (time.perf_counter() - c.started), 0.0)
+        return max(self.fold_seconds(c.window_cpu) - (time.perf_counter() - c.started), 0.0)
 
     def settle(self) -> None:
         """Wait for the child, if one runs, and adopt its window."""

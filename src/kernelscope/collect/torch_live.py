@@ -450,7 +450,9 @@ class Session:
             step_high=max(self._step_times) if self._step_times else None,
             rate=self.accounts.wall_rate,
             window_fixed=self.accounts.window_fixed(),
+            folding=r.background is not None and r.background.busy,
             fold_wait=r.background.expected_wait() if r.background is not None else 0.0,
+            turnover_wait=r.turnover_wait(),
             sampled=self.accounts.holds > 0,
         )
 
@@ -565,6 +567,8 @@ class Session:
             # opening is. In the rate they made each second of a short shape-sample window several times dearer,
             # and nanoGPT-20's 1-s window was projected 1.5 s over its real cost and cut at step 16 of 20
             fixed += closed.cow
+        if closed.adopt:  # (taking it in at a checkpoint, freeing torch's results: grows with the window, as its stop)
+            self.accounts.charge(closing, closed.adopt)
         self.accounts.window_closed(
             window=closed.window,
             cpu=closed.cpu,
