@@ -109,9 +109,9 @@ def _keep(s: Snapshot, why: str) -> Decision:
 
 
 def _turnover_fits(s: Snapshot, budget: Budget, step: float) -> bool:
-    """Does a window turned over now fit the budget for one step? Its stop waits for this window's fold in the
-    child (a window turned over at the budget's edge records a few steps, and the fold of the one before takes
-    longer: nanoGPT-200 ended 0.1-0.35 s over the grace in 2 of 3 runs, each a wait at the last stop)."""
+    """Does a window turned over now fit the budget for one step? A turnover forks a child to fold this window,
+    and the next window's stop waits for that child: turned over at the budget's edge, nanoGPT-200's last window
+    closed a few steps later and waited 0.23-0.28 s for it (own cost 3.1-3.2 s on the 3-s grace, 2 of 3 runs)."""
     if budget.off or not s.fold_due or s.turnover_wait <= 0:
         return True
     extra = s.window_fixed + max(s.turnover_wait - step, 0.0)

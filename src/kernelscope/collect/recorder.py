@@ -84,7 +84,7 @@ class Recorder:
         self._clean = True  # no child folded beside the open window (its CPU share is the program's own demand)
         self._uncollected = 0
         self._frozen = False  # the objects older than the open window are frozen (see _collect)
-        self._polling = False
+        self._polled_at: float | None = None  # (perf_counter) a checkpoint is taking a finished window in
         # windows folded in a forked child while the program runs on (background.py)
         self.background = BackgroundFold() if background else None
         self.on_folded: Callable[[Closed], None] | None = None  # a window folded in the background is in
@@ -103,11 +103,11 @@ class Recorder:
     def poll(self) -> None:
         """Take in a window the background has finished folding, if any (never waits)."""
         if self.background is not None and self.background.busy:
-            self._polling = True
+            self._polled_at = time.perf_counter()
             try:
                 self.background.poll()
             finally:
-                self._polling = False
+                self._polled_at = None
 
     @property
     def open(self) -> bool:
@@ -266,7 +266,6 @@ class Recorder:
         return self.background.fork(fold, adopt, closed.cpu)
 
     def _adopt(self, folded: Folded | None, why: str | None, closed: Closed, snapshots: tuple[bool, bool]) -> None:
-        t0 = time.perf_counter()
         if folded is None or folded.folder is None or folded.converter is None:
             self.lost_windows += 1
             self.recorded_seconds -= closed.window
@@ -287,8 +286,8 @@ class Recorder:
             self._uncollected += folded.events
             self.sampling.folded(self.folder.builder, snapshots)
             final = Closed(closed.window, closed.cpu, folded.events, self._op_seconds() - ops0, cow=closed.cow)
-        if self._polling:
-            final = dataclasses.replace(final, adopt=time.perf_counter() - t0)
+        if self._polled_at is not None:  # (reading the child's result included)
+            final = dataclasses.replace(final, adopt=time.perf_counter() - self._polled_at)
         if self.on_folded is not None:
             self.on_folded(final)
 
