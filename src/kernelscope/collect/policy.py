@@ -114,7 +114,11 @@ def _turnover_fits(s: Snapshot, budget: Budget, step: float) -> bool:
     closed a few steps later and waited 0.23-0.28 s for it (own cost 3.1-3.2 s on the 3-s grace, 2 of 3 runs)."""
     if budget.off or not s.fold_due or s.turnover_wait <= 0:
         return True
-    extra = s.window_fixed + max(s.turnover_wait - step, 0.0)
+    return _step_fits(s, budget, step, extra=s.window_fixed + max(s.turnover_wait - step, 0.0))
+
+
+def _step_fits(s: Snapshot, budget: Budget, step: float, extra: float) -> bool:
+    """Does one more step of ``step`` seconds fit the budget, with ``extra`` seconds besides, and a spare?"""
     return budget.allows(cost=(s.cost + extra + step * s.rate) / OPEN_SPARE, program_seconds=s.program_seconds + step)
 
 
@@ -136,7 +140,7 @@ def decide(s: Snapshot, budget: Budget) -> Decision:
     # (inside a step the cut waits for the allowance itself, the open window projected in: what the header promises)
     if s.cost > budget.allowance(s.program_seconds) and not _owed(s, budget):
         return Decision(Action.CLOSE, "this step costs more to record than the budget allows: cut inside it", True)
-    if s.steps and not _turnover_fits(s, budget, _step_estimate(s)) and not _owed(s, budget):
+    if not _turnover_fits(s, budget, _step_estimate(s)) and not _owed(s, budget):
         return Decision(Action.NOTHING, "recording a whole step; a turnover would wait past the budget")
     return _keep(s, "recording a whole step")
 
@@ -185,7 +189,7 @@ def _at_step(s: Snapshot, budget: Budget) -> Decision:
     # fold if that is still running (at the budget's edge windows are short). An open window pays that wait
     # whenever it stops: closing it sooner saves nothing of it
     extra = 0.0 if s.recording else s.window_fixed + max(s.fold_wait - step, 0.0)
-    fits = budget.allows(cost=(s.cost + extra + step * s.rate) / OPEN_SPARE, program_seconds=s.program_seconds + step)
+    fits = _step_fits(s, budget, step, extra)
     if fits and s.recording and not _turnover_fits(s, budget, step) and not _owed(s, budget):
         # (the window records on unturned: its stop then waits for no child, and its fold is projected in)
         return Decision(Action.NOTHING, "one more whole step fits the budget; a turnover would wait past it")
