@@ -4,7 +4,9 @@
 
 Modes: ``plain`` (no profiler), ``torch_stack`` (``torch.profiler`` with stacks, modules and shapes around the
 loop, then ``key_averages()`` as a user would read it), ``ks0`` (a kernelscope session that records every
-step, ``max_overhead=0``; its windows fold in the background, ``ks0_inline``: in the program's process). The
+step, ``max_overhead=0``; its windows fold in the background, ``ks0_inline``: in the program's process),
+``torch_windows`` (torch's floor for such windows: its profiler with stacks, no shapes, stopped and freed every
+``WINDOW_STEPS`` steps in the program's process, nothing folded; ``torch_windows_nostack``: without stacks). The
 workload is ``train_nanogpt.py``'s model and loop, or (``--model gpt2``) ``train_hf.py``'s GPT-2 built from a
 config, trained with AdamW on random tokens. Each mode prints the loop's median step, the post-processing after the loop, and for ``ks0`` where the recording's own time went: torch's
 stop, reading torch's event tree, the engine's fold. Ratios are to ``plain`` in the same run.
@@ -26,6 +28,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 MODEL = os.environ.get("STEP_COST_MODEL", "nanogpt")
+# the torch_windows modes turn torch's profiler over every this many steps (~1 s of nanoGPT: kernelscope's windows),
+# from the end of the first step
+WINDOW_STEPS = 17
 
 
 def _workload(steps: int, on_step: Any = None) -> list[float]:
@@ -99,6 +104,46 @@ def worker(mode: str, steps: int) -> dict[str, Any]:
             out["post"] = time.perf_counter() - t0
         except UnicodeDecodeError as exc:  # (torch 2.13 on the GPT-2 model: a corrupt event name)
             out["post_failed"] = f"{type(exc).__name__} after {time.perf_counter() - t0:.2f} s"
+    elif mode in ("torch_windows", "torch_windows_nostack"):
+        # torch's own floor for what kernelscope's windows record after the shape sample: torch.autograd's
+        # profiler with stacks (``_nostack``: without), no shapes, stopped and its results freed every
+        # ``WINDOW_STEPS`` steps in the program's process, nothing read from them
+        from torch.autograd.profiler import profile as autograd_profile
+
+        stack = mode == "torch_windows"
+        torch_spent = {"window_stop": 0.0, "window_free": 0.0}  # (inside the loop's steps)
+        state: dict[str, Any] = {"n": 0, "prof": None}
+
+        def begin() -> None:
+            prof = autograd_profile(use_kineto=True, with_stack=stack)
+            prof.__enter__()  # type: ignore[no-untyped-call]
+            state["prof"] = prof
+
+        def end() -> None:
+            prof = state["prof"]
+            t0 = time.perf_counter()
+            prof.__exit__(None, None, None)
+            t1 = time.perf_counter()
+            prof.kineto_results = None
+            del prof
+            state["prof"] = None
+            torch_spent["window_stop"] += t1 - t0
+            torch_spent["window_free"] += time.perf_counter() - t1
+
+        def on_step() -> None:
+            state["n"] += 1
+            if state["n"] == 1:  # (from the first step's end: the set-up before it is no step's)
+                begin()
+            elif state["n"] % WINDOW_STEPS == 1:
+                end()
+                begin()
+
+        times = _workload(steps, on_step)
+        t0 = time.perf_counter()
+        if state["prof"] is not None:
+            end()
+        out["finalize"] = time.perf_counter() - t0
+        out.update(torch_spent)
     else:
         from kernelscope.attribute import engine
         from kernelscope.collect import recorder, torch_events

@@ -21,6 +21,9 @@ class ModuleRegistry:
         self._on_outer_call = on_outer_call  # called with the module as an outermost module call begins
         self.depth = 0  # eager module calls open on the main thread
         self.outer = on_outer_call is not None  # outermost calls are still looked for (step modules: steps.py)
+        # module calls to let pass before ``on_call`` is called again (set by the session while a window records:
+        # it asks the policy only every few milliseconds, and a call let pass here makes no Python call of its own)
+        self.quiet = 0
         self._returned: Any = None  # the forward hook that keeps ``depth``: its handle ...
         # ... and the function, kept for the session: torch's Python tracer keeps pointers into the code objects
         # of the functions it recorded and reads them at the window's stop (a freed one comes back corrupt)
@@ -43,12 +46,16 @@ class ModuleRegistry:
             # there would be a side effect Dynamo refuses. Compiled code gets its module paths
             # from Inductor's provenance instead.
             if not is_compiling():
-                seen.setdefault(id(module), module)
+                key = id(module)
+                if key not in seen:
+                    seen[key] = module
                 if registry.outer and get_ident() == main:
                     registry.depth += 1
                     if registry.depth == 1:
                         on_outer_call(module)  # (first: a step that begins here begins before this call)
-                if on_call is not None:
+                if registry.quiet > 0:
+                    registry.quiet -= 1
+                elif on_call is not None:
                     on_call()
 
         def returned(module: Any, args: Any, output: Any) -> None:

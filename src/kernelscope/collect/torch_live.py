@@ -54,8 +54,10 @@ PROBE_SECONDS = 0.1
 # checkpoints: a quarter of the window's Python events were kernelscope's own, each paid for again by torch's
 # stop). Skipped there, a checkpoint closes or turns a window over a little later, never records less; with no
 # window open every call asks (a window opens at the first call it may). A step boundary, a compile's end, an
-# import's end and a thread's start always ask at once.
+# import's end and a thread's start always ask at once. Module calls let pass make no call into the session at all:
+# the module hook counts them down (``ModuleRegistry.quiet``, doubled while they come too soon, halved when late).
 ROUTINE_SECONDS = 0.004
+MODULE_PASS_MAX = 64  # module calls let pass at most between two asks while a window records
 
 
 class Session:
@@ -119,6 +121,7 @@ class Session:
         self._opened = 0.0  # the CPU seconds opening the last window took
         self._broken: str | None = None  # an internal error stopped recording
         self._routine_after = 0.0  # (perf_counter) no routine checkpoint before this: ROUTINE_SECONDS
+        self._module_pass = 0  # module calls let pass between asks while a window records (ModuleRegistry.quiet)
 
     # --- what other parts read -------------------------------------------------------------------
     @property
@@ -303,8 +306,17 @@ class Session:
             self._armed = False
             self._begin()
         elif self.recorder.prof is not None:
-            if time.perf_counter() < self._routine_after:  # (inline: inside a window each call is recorded)
+            now = time.perf_counter()  # (inline: inside a window each call is recorded)
+            if now < self._routine_after:  # asked too soon: let more module calls pass before the next ask
+                self._module_pass = min(2 * self._module_pass + 1, MODULE_PASS_MAX)
+                self.modules.quiet = self._module_pass
                 return
+            if now > self._routine_after + ROUTINE_SECONDS:  # asked late: fewer
+                self._module_pass //= 2
+            self._checkpoint()
+            if self.recorder.prof is not None and self._routine_after > 0.0:
+                self.modules.quiet = self._module_pass
+            return
         elif self._idle_inside_step():
             return
         self._checkpoint()
@@ -512,17 +524,22 @@ class Session:
         safe = self.safety.can_turn_over() if close else self.safety.can_open()
         if not safe:
             self.deferred += 1
-            self._routine_after = 0.0  # (the next call asks again: a safe point may be rare, as beside threads)
+            self._ask_again()  # (a safe point may be rare, as beside threads)
             return
         self._busy = True
         try:
             with sigint_deferred():
                 if close and not self._close(turnover=True):
-                    self._routine_after = 0.0
+                    self._ask_again()
                     return
                 self._open()
         finally:
             self._busy = False
+
+    def _ask_again(self) -> None:
+        """The next torch call or module call asks the policy again."""
+        self._routine_after = 0.0
+        self.modules.quiet = 0
 
     def _open(self) -> None:
         with self.accounts.spending() as spend:
@@ -538,6 +555,7 @@ class Session:
         """Stop and fold the open window; False when there is none or it cannot stop here (backward())."""
         if not self.recorder.can_stop(self._finalized):
             return False
+        self.modules.quiet = 0  # (with no window open every module call may ask)
         self.modules.resolve()
         busy, self._busy = self._busy, True  # (what stopping imports is kernelscope's, not the program's)
         try:
