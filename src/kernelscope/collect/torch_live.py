@@ -178,7 +178,7 @@ class Session:
         from .torch_lines import Counter, LineMode, OperatorLines
 
         self.calls = Counter(self._on_torch_call, every=1 if self._armed else FOLD_CHECK_CALLS)
-        self.operators = OperatorLines(self.calls)
+        self.operators = OperatorLines(self.calls, self._operators_paused)
         self.operators.install()
         self.lines = LineMode(self.calls)
         self.lines.__enter__()  # type: ignore[no-untyped-call]
@@ -295,6 +295,8 @@ class Session:
     def _on_module_call(self) -> None:
         """A module call (outside any torch function call): the safe place to drop the LineMode, once
         module calls and operators can drive the checkpoints (it costs a Python call per torch call)."""
+        if self.operators is not None and self.operators.paused:  # (an optimizer step that raised: no post hook)
+            self.operators.resume()
         if self.lines is not None and not self._armed:
             from torch.overrides import _get_current_function_mode_stack
 
@@ -535,6 +537,11 @@ class Session:
                 self._open()
         finally:
             self._busy = False
+
+    def _operators_paused(self) -> None:
+        """The operator wrappers are off for a library optimizer's step: the next module call, which resumes them
+        if the step raised (no post hook), reaches the session whatever the count-down says."""
+        self.modules.quiet = 0
 
     def _ask_again(self) -> None:
         """The next torch call or module call asks the policy again."""
