@@ -90,3 +90,32 @@ def test_an_optimizer_step_that_raises_leaves_the_wrappers_off_only_until_the_ne
     finally:
         handle.remove()
         s.finalize()
+
+
+def test_an_operator_the_program_patches_itself_stays_its_own() -> None:
+    """The wrappers go off and on at each step: never over what the program put on torch.Tensor since."""
+    from kernelscope.collect.torch_live import Session
+
+    s = Session(compile_capture=False, max_overhead=0)
+    s.start()
+    own = torch.Tensor.__dict__.get("__xor__")
+
+    def programs_xor(a: Any, b: Any) -> Any:
+        return torch.logical_xor(a, b)
+
+    try:
+        torch.Tensor.__xor__ = programs_xor  # type: ignore[method-assign,assignment]
+        layer = torch.nn.Linear(4, 1)
+        opt = torch.optim.AdamW(layer.parameters())
+        for _ in range(3):
+            layer(torch.ones(2, 4)).sum().backward()
+            opt.step()
+            assert torch.Tensor.__dict__["__xor__"] is programs_xor
+        s.finalize()
+        assert torch.Tensor.__dict__["__xor__"] is programs_xor
+        assert _wrapped() is False
+    finally:
+        if own is None:
+            del torch.Tensor.__xor__
+        else:
+            torch.Tensor.__xor__ = own  # type: ignore[method-assign]

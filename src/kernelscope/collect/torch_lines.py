@@ -144,24 +144,35 @@ class OperatorLines:
             self.paused = 0
             self._apply()
 
+    # (both run twice a step, in a window: subscripts and ``in``, not ``.get()``, which the tracer records as a call)
     def _apply(self) -> None:
+        """Each wrapper in, where torch's own slot is there (never over what the program put there since)."""
         cls = torch.Tensor
+        held = cls.__dict__
+        saved = self._saved
         for name, wrapper in self._wrappers.items():
-            setattr(cls, name, wrapper)
+            if (held[name] if name in held else None) is saved[name]:  # noqa: SIM401 (.get: a recorded call)
+                setattr(cls, name, wrapper)
 
     def _restore(self) -> None:
+        """torch's own slot back, where the wrapper is there."""
         cls = torch.Tensor
+        held = cls.__dict__
+        wrappers = self._wrappers
         for name, own in self._saved.items():
+            if name not in held or name not in wrappers or held[name] is not wrappers[name]:
+                continue
             if own is None:
-                if name in cls.__dict__:
-                    delattr(cls, name)
+                delattr(cls, name)
             else:
                 setattr(cls, name, own)
 
     def _step_begins(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if _is_compiling():  # (first: Dynamo tracing a step reads nothing of ours)
+            return
         if self.paused:  # (an optimizer stepping another)
             self.paused += 1
-        elif not _is_compiling() and len(args) <= 1 and not kwargs and self._library_step(type(optimizer)):
+        elif len(args) <= 1 and not kwargs and self._library_step(type(optimizer)):
             # (``args`` is the step's own, the optimizer first; a closure runs the program's own forward and backward
             # inside the step: its lines count)
             self.paused = 1
@@ -170,7 +181,7 @@ class OperatorLines:
                 self._on_pause()
 
     def _step_ended(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if self.paused:
+        if not _is_compiling() and self.paused:
             self.paused -= 1
             if not self.paused:
                 self._apply()
