@@ -32,14 +32,15 @@ def test_blocked_or_unwanted_closes_and_never_opens() -> None:
 
 
 def test_set_up_gets_a_share_of_the_grace_then_waits_for_a_step() -> None:
+    share = BUDGET.setup_share * BUDGET.grace_seconds
     assert act(recording=False) is Action.OPEN
-    assert act(recording=True, cost=0.9) is Action.NOTHING
-    assert act(recording=True, cost=0.9, fold_due=True) is Action.TURN_OVER
-    d = decide(Snapshot(recording=True, cost=1.1), BUDGET)
+    assert act(recording=True, cost=share - 0.1) is Action.NOTHING
+    assert act(recording=True, cost=share - 0.1, fold_due=True) is Action.TURN_OVER
+    d = decide(Snapshot(recording=True, cost=share + 0.1), BUDGET)
     assert d.action is Action.CLOSE and d.held and "first step" in d.reason
-    assert act(recording=False, cost=1.1) is Action.NOTHING
+    assert act(recording=False, cost=share + 0.1) is Action.NOTHING
     # a program with no steps at all is sampled by time once its own time grows past the share
-    assert act(recording=False, cost=1.1, program_seconds=20.0, rate=1.0) is Action.OPEN
+    assert act(recording=False, cost=share + 0.1, program_seconds=20.0 * share, rate=1.0) is Action.OPEN
 
 
 def test_a_window_opens_only_at_a_step_boundary_once_the_run_is_sampled() -> None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 GRACE_SECONDS_DEFAULT = 3.0
 MAX_OVERHEAD_DEFAULT = 0.1
-SETUP_SHARE = 1 / 3  # of the grace, for what runs before the first step
+SETUP_SHARE = 1 / 2  # of the grace, for what runs before the first step
 WHOLE_STEPS = 3  # whole steps owed to every run that makes them, when one step fits in the grace
 OWED_CAP = 2.0  # the owed whole steps may take the cost up to this many times the allowance
 # A window opens, or records on, at a step boundary only where the longest recent step, this much longer, fits
