@@ -204,6 +204,11 @@ class BackgroundFold:
         per_cpu = self._fold_wall / self._fold_window_cpu if self._fold_window_cpu > 0 else 1.5
         return per_cpu * window_cpu
 
+    def fold_cpu_rate(self) -> float:
+        """The children's CPU seconds folding per CPU second of their windows (1.5 before one has finished): what
+        the same windows cost to fold inline."""
+        return self._fold_cpu / self._fold_window_cpu if self._fold_window_cpu > 0 else 1.5
+
     def expected_wait(self) -> float:
         """How long stopping a window now would wait for the child still folding."""
         c = self.child

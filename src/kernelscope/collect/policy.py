@@ -100,12 +100,29 @@ class Snapshot:
     # its own stop's time): a window turned over now waits for that at its own stop
     turnover_wait: float = 0.0
     sampled: bool = False  # the budget has held recording back before: the run is being sampled
+    # the open window's share of ``cost`` where it would fold inline (its fold on the program's path; 0 where it
+    # would fold in a child): it is turned over before it bets more than half of what the allowance leaves
+    inline_cost: float = 0.0
 
 
-def _keep(s: Snapshot, why: str) -> Decision:
-    return (
-        Decision(Action.TURN_OVER, f"{why}; the window is due to fold") if s.fold_due else Decision(Action.NOTHING, why)
-    )
+def _keep(s: Snapshot, budget: Budget, why: str) -> Decision:
+    if s.fold_due:
+        return Decision(Action.TURN_OVER, f"{why}; the window is due to fold")
+    if _bets_the_rest(s, budget):
+        return Decision(Action.TURN_OVER, f"{why}; the window's fold would be half of what the budget leaves")
+    return Decision(Action.NOTHING, why)
+
+
+def _bets_the_rest(s: Snapshot, budget: Budget) -> bool:
+    """Would the open window, folded inline, cost more than half of what the allowance leaves? Its cost is projected
+    at a rate measured on shorter windows, and a program's cost a second recorded can grow with the window: a
+    5-s program of 2-ms steps (340 events a step) measured 1.5 s of cost a CPU second on a 23-step window and then
+    spent 3.2 on a 632-step one, 5.8 s of cost on the 3-s grace. Turned over here, no single window can take the
+    cost past the allowance unless it costs twice its projection, and the next one is priced at what this one cost."""
+    if budget.off or s.inline_cost <= 0:
+        return False
+    committed = s.cost - s.inline_cost
+    return s.inline_cost > (budget.allowance(s.program_seconds) - committed) / 2
 
 
 def _turnover_fits(s: Snapshot, budget: Budget, step: float) -> bool:
@@ -128,7 +145,9 @@ def decide(s: Snapshot, budget: Budget) -> Decision:
     if not s.plan_wants:
         return Decision(Action.CLOSE if s.recording else Action.NOTHING, "the plan does not record here")
     if budget.off:
-        return _keep(s, "recording everything") if s.recording else Decision(Action.OPEN, "recording everything")
+        return (
+            _keep(s, budget, "recording everything") if s.recording else Decision(Action.OPEN, "recording everything")
+        )
     if s.steps == 0:
         return _before_steps(s, budget)
     if s.at_step:
@@ -142,7 +161,7 @@ def decide(s: Snapshot, budget: Budget) -> Decision:
         return Decision(Action.CLOSE, "this step costs more to record than the budget allows: cut inside it", True)
     if not _turnover_fits(s, budget, _step_estimate(s)) and not _owed(s, budget):
         return Decision(Action.NOTHING, "recording a whole step; a turnover would wait past the budget")
-    return _keep(s, "recording a whole step")
+    return _keep(s, budget, "recording a whole step")
 
 
 def _before_steps(s: Snapshot, budget: Budget) -> Decision:
@@ -151,7 +170,7 @@ def _before_steps(s: Snapshot, budget: Budget) -> Decision:
     if s.recording:
         if s.cost > limit:
             return Decision(Action.CLOSE, "before the first step: its share of the budget is spent", True)
-        return _keep(s, "before the first step: within its share of the budget")
+        return _keep(s, budget, "before the first step: within its share of the budget")
     if s.cost + s.window_fixed + s.rate * MIN_WINDOW <= limit:
         return Decision(Action.OPEN, "before the first step: within its share of the budget")
     return Decision(Action.NOTHING, "before the first step: its share of the budget is spent", True)
@@ -195,6 +214,6 @@ def _at_step(s: Snapshot, budget: Budget) -> Decision:
         return Decision(Action.NOTHING, "one more whole step fits the budget; a turnover would wait past it")
     if fits or _owed(s, budget):
         why = "one more whole step fits the budget" if fits else "one of the first whole steps"
-        return _keep(s, why) if s.recording else Decision(Action.OPEN, why)
+        return _keep(s, budget, why) if s.recording else Decision(Action.OPEN, why)
     why = "the next step would overrun the budget"
     return Decision(Action.CLOSE if s.recording else Action.NOTHING, why, True)

@@ -45,6 +45,7 @@ class Closed:
     cow: float = 0.0  # seconds of copy-on-write faults its child's fork cost the program (background.py)
     # seconds taking it in after its child, where no stop's own time holds them (a checkpoint's poll)
     adopt: float = 0.0
+    behind: bool = False  # folded in a child: its cost rate leaves the fold out (accounts.py keeps the kinds apart)
 
 
 class Recorder:
@@ -197,7 +198,7 @@ class Recorder:
         ops = 0.0
         pending = False
         if lost is None and not inline and self._can_fold_behind(window, cpu):
-            pending = self._fold_behind(prof.kineto_results, Closed(window, cpu, 0, 0.0), snapshots)
+            pending = self._fold_behind(prof.kineto_results, Closed(window, cpu, 0, 0.0, behind=True), snapshots)
         if lost is None and not pending:
             ops0 = self._op_seconds()
             events = self._fold(
@@ -239,6 +240,18 @@ class Recorder:
             and b.worth(cpu)
         )
 
+    def folds_behind(self) -> bool:
+        """Would the open window, stopped now, fold in a child (else: inline, its fold on the program's path)? With
+        none open: would a window opened now, once it had recorded enough to be worth a child?"""
+        if self.prof is None:
+            return self.background is not None and self._foldable_behind(BACKGROUND_MIN_CPU)
+        return self._foldable_behind(self.cpu_age())
+
+    def fold_cpu_rate(self) -> float:
+        """What folding inline costs a CPU second recorded, as the children measured it (0: none ever ran)."""
+        b = self.background
+        return b.fold_cpu_rate() if b is not None and b.windows else 0.0
+
     def turnover_wait(self) -> float:
         """How long the open window, stopped now, would fold beside the program (0: it would fold inline)."""
         cpu = self.cpu_age()
@@ -272,7 +285,7 @@ class Recorder:
             note = f"a recorded window is lost: {why}; later windows fold in the program's process"
             if note not in self.warnings:
                 self.warnings.append(note)
-            final = Closed(closed.window, closed.cpu, 0, 0.0, lost=True, cow=closed.cow)
+            final = dataclasses.replace(closed, events=0, op_seconds=0.0, lost=True)
         else:
             ops0 = self._op_seconds()
             adopt_state(self.folder, folded.folder, folded.converter)
@@ -285,7 +298,7 @@ class Recorder:
             self.device_run = self.folder.device_run
             self._uncollected += folded.events
             self.sampling.folded(self.folder.builder, snapshots)
-            final = Closed(closed.window, closed.cpu, folded.events, self._op_seconds() - ops0, cow=closed.cow)
+            final = dataclasses.replace(closed, events=folded.events, op_seconds=self._op_seconds() - ops0)
         if self._polled_at is not None:  # (reading the child's result included)
             final = dataclasses.replace(final, adopt=time.perf_counter() - self._polled_at)
         if self.on_folded is not None:
