@@ -40,6 +40,7 @@ PROGRAMS = {
     "nanogpt200": [str(BENCH / "train_nanogpt.py"), "--steps", "200"],
     # the same model at batch 32: ~0.21-s steps, a ~42-s run, where 10% of the run is more than the grace
     "nanogpt200_b32": [str(BENCH / "train_nanogpt.py"), "--steps", "200", "--batch", "32"],
+    "tiny_steps": [str(BENCH / "tiny_steps.py"), "2500"],
     "hf_gpt2": [str(BENCH / "train_hf.py"), "--model", "gpt2", "--steps", "20"],
     "word_lm": [str(BENCH / "word_lm.py"), "--epochs", "1", "--emsize", "64", "--nhid", "64"],
     **{
