@@ -360,15 +360,16 @@ def test_a_sampled_run_records_whole_steps_spread_over_the_run() -> None:
     s._open = spy  # type: ignore[method-assign]
     s.start()
     x = torch.ones(8)
-    for _ in range(80):
+    for _ in range(120):
         x = x + 1
         time.sleep(0.02)  # a step that is mostly not torch ops: recording it costs little but the window changes
         s.step()
     p = s.finalize()
     cov = p.metadata["coverage"]
-    assert cov["budget_holds"] > 0 and 0 < cov["recorded_steps"] < 80, cov
-    # windows keep opening as the run goes (the allowance grows with the program's time), at step boundaries
-    assert max(opened) >= 60, opened
+    assert cov["budget_holds"] > 0 and 0 < cov["recorded_steps"] < 120, cov
+    # windows keep opening as the run goes (the allowance grows with the program's time), at step boundaries: one
+    # every 27-31 steps on a 2-core VM (80 steps and the last opening past step 60 failed in 2 of 4 runs there)
+    assert max(opened) >= 80, opened
     assert len({n for n in opened if n > 0}) >= 2, opened
 
 

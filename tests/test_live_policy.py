@@ -116,18 +116,19 @@ def test_an_open_window_records_on_only_with_room_for_its_longest_step() -> None
     assert act(**edge, step_high=0.09) is Action.CLOSE  # 2.8 + 1.25 x 0.09 > 0.97 x 3.0
 
 
-def test_a_window_folding_inline_is_turned_over_before_it_bets_half_of_what_is_left() -> None:
-    """A 5-s program of 2-ms steps measured 1.5 s of cost a CPU second on a 23-step window, then spent 3.2 on a
-    632-step one folded inline: 5.8 s of cost on the 3-s grace (2 of 5 runs went past it)."""
+def test_a_window_folding_inline_is_turned_over_before_it_bets_a_third_of_what_is_left() -> None:
+    """A 5-s program of 2-ms steps measured 1.5 s of cost a CPU second on its first windows, then spent 3.2 on a
+    632-step one folded inline: 5.8 s of cost on the 3-s grace (4 of 8 runs went past it)."""
     window = {"recording": True, "steps": 300, "whole_steps": 290, "rate": 1.5, "step_seconds": 0.002}
     window |= {"step_high": 0.004, "program_seconds": 2.5}
-    # 0.5 committed, the window projected at 1.2 of the 2.5 left: not yet half
-    assert act(**window, cost=1.7, inline_cost=1.2) is Action.NOTHING
-    d = decide(Snapshot(**window, cost=1.8, inline_cost=1.3), BUDGET)  # type: ignore[arg-type]
-    assert d.action is Action.TURN_OVER and "half of what the budget leaves" in d.reason  # (inside a step: no gap)
-    assert act(**window, cost=1.8, inline_cost=1.3, at_step=True) is Action.TURN_OVER
-    assert act(**window, cost=1.8, inline_cost=0.0) is Action.NOTHING  # (folded in a child: its fold is beside)
-    assert decide(Snapshot(**window, cost=1.8, inline_cost=1.3), Budget(0.0)).action is Action.NOTHING  # no budget
+    # 0.5 committed, the window projected at 0.8 of the 2.5 left: not yet a third
+    assert act(**window, cost=1.3, inline_cost=0.8) is Action.NOTHING
+    d = decide(Snapshot(**window, cost=1.4, inline_cost=0.9), BUDGET)  # type: ignore[arg-type]
+    assert d.action is Action.TURN_OVER and "a third of what the budget leaves" in d.reason  # (inside a step: no gap)
+    assert act(**window, cost=1.4, inline_cost=0.9, at_step=True) is Action.TURN_OVER
+    assert act(**window, cost=1.4, inline_cost=0.0) is Action.NOTHING  # (folded in a child: its fold is beside)
+    assert decide(Snapshot(**window, cost=1.4, inline_cost=0.9), Budget(0.0)).action is Action.NOTHING  # no budget
+    assert act(**window, cost=1.4, inline_cost=0.9, sampled=True) is Action.NOTHING  # (at the edge: short windows)
 
 
 def test_windows_folded_inline_and_in_a_child_are_priced_apart() -> None:
