@@ -3,7 +3,9 @@ tight loop, plain vs recorded, side by side in one process (round-robin rounds; 
 
     JAX_PLATFORMS=cpu python benchmarks/bench_jax_calls.py [--calls 20000] [--rounds 3]
 
-Two functions: one array argument, and a 20-entry dict of arrays plus an array (a small parameter pytree).
+Two functions: one array argument, and a 20-entry dict of arrays plus an array (a small parameter pytree). And an
+op run eagerly (``jnp.asarray`` of a NumPy array: ``jit(stage)``), whose caller the recorder notes too: plain vs with
+the recorder installed, in alternating rounds.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from kernelscope.collect.jax_calls import CallSites
 
@@ -67,6 +70,22 @@ def main() -> None:
             q = _per_call_us(recorded[name], args[name], a.calls)
             print(f"{name:<20} {p:9.1f} {q:12.1f} {q - p:9.1f}   (round {r + 1})")
     print("calls recorded:", {k: len(v) for k, v in sites.calls.items()})
+    host = np.ones(16, np.float32)
+
+    def stage() -> None:
+        jnp.asarray(host)
+
+    stage()
+    print(f"{'eager op':<20} {'plain µs':>9} {'recorded µs':>12} {'extra µs':>9}")
+    for r in range(a.rounds):
+        p = _per_call_us(stage, (), a.calls // 4)
+        eager = CallSites()
+        eager.install(jax)
+        try:
+            q = _per_call_us(stage, (), a.calls // 4)
+        finally:
+            eager.remove()
+        print(f"{'jnp.asarray (stage)':<20} {p:9.1f} {q:12.1f} {q - p:9.1f}   (round {r + 1})")
 
 
 if __name__ == "__main__":

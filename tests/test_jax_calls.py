@@ -20,6 +20,7 @@ CHECKS = (
     "top_level_calls_are_noted_with_their_lines_and_nothing_else_changes",
     "calls_while_tracing_another_function_are_not_counted",
     "methods_factories_and_library_functions",
+    "eager_ops_are_noted_with_their_lines",
     "remove_restores_jax_jit",
 )
 

@@ -34,6 +34,7 @@ class CallSites:
         self._user: dict[str, bool] = {}
         self._stacks: dict[Stack, Stack] = {}  # one object per distinct stack: a long loop holds references only
         self._undo: Callable[[], None] | None = None
+        self.eager: set[str] = set()  # the names in ``calls`` of primitives run eagerly (``jit(stage)``, ...)
 
     def install(self, jax: Any) -> None:
         original = jax.jit
@@ -50,7 +51,29 @@ class CallSites:
             return _Recorded(wrapped, getattr(fun, "__name__", ""), sites, jax.core.Tracer)
 
         jax.jit = jit
-        self._undo = lambda: setattr(jax, "jit", original)
+        undo: list[Callable[[], None]] = [lambda: setattr(jax, "jit", original)]
+        # An op run eagerly, outside any jit (``jnp.asarray`` of the program's NumPy data: ``jit(stage)``), is an
+        # executable with no source in its HLO: its caller is noted here, as a jitted function's is. Staging
+        # flax_mnist's arrays took 18 ms of a cold first run, 5.5% of its time, on no user line.
+        dispatch: Any = sys.modules.get("jax._src.dispatch")
+        apply = getattr(dispatch, "apply_primitive", None)
+        if dispatch is not None and callable(apply):
+
+            @functools.wraps(apply)
+            def apply_primitive(prim: Any, *args: Any, **params: Any) -> Any:
+                name = getattr(prim, "name", "")
+                sites.eager.add(name)
+                sites.record(name)
+                return apply(prim, *args, **params)
+
+            dispatch.apply_primitive = apply_primitive
+            undo.append(lambda: setattr(dispatch, "apply_primitive", apply))
+
+        def undo_all() -> None:
+            for u in undo:
+                u()
+
+        self._undo = undo_all
 
     def remove(self) -> None:
         if self._undo is not None:
