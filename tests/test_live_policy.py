@@ -116,49 +116,13 @@ def test_an_open_window_records_on_only_with_room_for_its_longest_step() -> None
     assert act(**edge, step_high=0.09) is Action.CLOSE  # 2.8 + 1.25 x 0.09 > 0.97 x 3.0
 
 
-def test_a_window_folding_inline_is_turned_over_before_it_bets_a_third_of_what_is_left() -> None:
-    """A 5-s program of 2-ms steps measured 1.5 s of cost a CPU second on its first windows, then spent 3.2 on a
-    632-step one folded inline: 5.8 s of cost on the 3-s grace (4 of 8 runs went past it)."""
-    window = {"recording": True, "steps": 300, "whole_steps": 290, "rate": 1.5, "step_seconds": 0.002}
-    window |= {"step_high": 0.004, "program_seconds": 2.5}
-    # 0.5 committed, the window projected at 0.8 of the 2.5 left: not yet a third
-    assert act(**window, cost=1.3, inline_cost=0.8) is Action.NOTHING
-    d = decide(Snapshot(**window, cost=1.4, inline_cost=0.9), BUDGET)  # type: ignore[arg-type]
-    assert d.action is Action.TURN_OVER and "a third of what the budget leaves" in d.reason  # (inside a step: no gap)
-    assert act(**window, cost=1.4, inline_cost=0.9, at_step=True) is Action.TURN_OVER
-    assert act(**window, cost=1.4, inline_cost=0.0) is Action.NOTHING  # (folded in a child: its fold is beside)
-    assert decide(Snapshot(**window, cost=1.4, inline_cost=0.9), Budget(0.0)).action is Action.NOTHING  # no budget
-    assert act(**window, cost=1.4, inline_cost=0.9, sampled=True) is Action.NOTHING  # (at the edge: short windows)
-
-
-def test_windows_folded_inline_and_in_a_child_are_priced_apart() -> None:
-    """A child's window leaves its fold out of its cost: priced at the children's rate, a window that folded inline
-    once a busy machine had turned background folding off cost more than projected. Each kind has its own rate; an
-    inline one not measured yet is a child's plus the children's fold."""
-    a = Accounts(BUDGET, clock=FakeClock(), cpu_clock=FakeCPU())
-
-    def window(cpu: float, closing_cpu: float, behind: bool) -> None:
-        a.window_closed(
-            window=cpu, cpu=cpu, events=0, op_seconds=cpu, closing=Spend(closing_cpu, closing_cpu), behind=behind
-        )
-
-    a.steps_began()
-    window(1.0, 0.5, behind=True)
-    assert a.rate(True) == pytest.approx(0.5)
-    assert a.rate(False, fold_rate=1.5) == pytest.approx(2.0)  # (not measured yet: a child's and its fold)
-    window(0.5, 1.5, behind=False)
-    assert a.rate(False, fold_rate=1.5) == pytest.approx(3.0)  # its own, once measured
-    assert a.rate(True) == pytest.approx(0.5)
-    assert a.projected(1.0, behind=False) == pytest.approx(a.cost + a.close_fixed + 3.0)
-
-
 def test_the_fixed_cost_of_a_close_is_the_intercept_of_the_steps_windows() -> None:
     a = Accounts(BUDGET, clock=FakeClock(), cpu_clock=FakeCPU())
     a.steps_began()
     for cpu in (0.1, 0.5, 1.0):  # closing costs 0.15 s plus 0.6 s a CPU second recorded
         a.window_closed(window=cpu, cpu=cpu, events=0, op_seconds=cpu, closing=Spend(0.0, 0.15 + 0.6 * cpu))
     assert a.close_fixed == pytest.approx(0.15)
-    assert a.projected(0.5) == pytest.approx(a.cost + 0.15 + 0.5 * a.rate())
+    assert a.projected(0.5) == pytest.approx(a.cost + 0.15 + 0.5 * a.rate)
 
 
 def test_the_first_whole_steps_are_owed_when_one_step_fits_the_grace() -> None:
@@ -281,8 +245,8 @@ def test_program_time_is_wall_time_less_kernelscopes_cost_and_never_less_than_it
     a.window_closed(window=1.0, cpu=0.5, events=1_000_000, op_seconds=0.4, closing=closing, fixed=opening.cpu)
     assert a.cost == pytest.approx(0.01 + 2.0 + 0.1) and a.cost_cpu == pytest.approx(0.01 + 2.0 + 0.1)
     assert a.recorded == pytest.approx(0.9)
-    assert a.rate() == pytest.approx((0.1 + 2.0 - 0.01) / 0.5)  # per CPU second recorded
-    assert a.projected(0.25) == pytest.approx(a.cost_cpu + 0.01 + 0.25 * a.rate())
+    assert a.rate == pytest.approx((0.1 + 2.0 - 0.01) / 0.5)  # per CPU second recorded
+    assert a.projected(0.25) == pytest.approx(a.cost_cpu + 0.01 + 0.25 * a.rate)
     a.end()
     cov = a.coverage(StepLog())
     assert cov["program_seconds"] == pytest.approx(3.01 - 2.11)
@@ -299,13 +263,13 @@ def test_once_steps_were_measured_the_rate_is_theirs() -> None:
         a.window_closed(window=cpu, cpu=cpu, events=0, op_seconds=cpu, closing=Spend(closing_cpu, closing_cpu))
 
     window(0.1, 1.0)  # set-up
-    assert a.rate() == pytest.approx(10.0)
+    assert a.rate == pytest.approx(10.0)
     a.steps_began()
-    assert a.rate() == pytest.approx(10.0)  # (no step measured yet: the set-up's rate, not a guess)
+    assert a.rate == pytest.approx(10.0)  # (no step measured yet: the set-up's rate, not a guess)
     window(0.2, 0.1)
-    assert a.rate() == pytest.approx(0.5)  # the steps' own
+    assert a.rate == pytest.approx(0.5)  # the steps' own
     window(0.2, 0.3)
-    assert a.rate() == pytest.approx(1.5)  # the dearer of their mean and the last one
+    assert a.rate == pytest.approx(1.5)  # the dearer of their mean and the last one
 
 
 def test_the_budget_hold_is_counted_once_until_released() -> None:

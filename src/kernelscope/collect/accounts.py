@@ -192,13 +192,11 @@ class Accounts:
         self.compile_seconds = 0.0  # torch.compile compiling (not recorded, the program's time)
         self.import_seconds = 0.0  # importing modules (not recorded, the program's time)
         self.fixed = 0.0  # the fixed CPU cost of stopping a window, as the last one measured it
-        # every window's cost per CPU second recorded, and the same of the windows closed since the program's first
-        # step boundary (set-up, a phase of Python calls, tokenizing a corpus, can cost ten times a step to record,
-        # and would hold the steps back long after); each for windows folded inline and for those folded in a
-        # child (key: behind), whose cost leaves their fold out
+        self._run = _Rates()  # every window's cost per CPU second recorded
+        # the same, of the windows closed since the program's first step boundary: set-up (a phase of Python
+        # calls, tokenizing a corpus) can cost ten times a step to record, and would hold the steps back long after
         self._in_steps = False
-        self._run = {False: _Rates(), True: _Rates()}
-        self._steps = {False: _Rates(), True: _Rates()}
+        self._steps = _Rates()
         # closing cost against window CPU over the steps' windows (n, Σx, Σy, Σx², Σxy): its intercept is what
         # closing any window costs (forking, collecting, torch's own fixed part), which a short window at the
         # budget's edge does not amortize (nanoGPT: 0.15 s to close a one-step window, 0.08 s at the mean rate)
@@ -245,27 +243,19 @@ class Accounts:
 
     @property
     def measured(self) -> bool:
-        """Has a window been measured?"""
-        return self._run[False].trusted or self._run[True].trusted
+        return self._run.trusted
 
     def steps_began(self) -> None:
         """The program's first step boundary: from here the rate is measured on the windows of its steps."""
         self._in_steps = True
 
-    def rate(self, behind: bool = False, fold_rate: float = 0.0) -> float:
-        """kernelscope's CPU cost per CPU second of the program recorded, in a window folded in a child
-        (``behind``) or inline: measured, once enough was recorded; once its steps have been, on them alone.
-        Where only the other kind was measured: a window folded inline costs a child's window and its fold
-        (``fold_rate``, the children's CPU a CPU second recorded); one folded behind, at most an inline one.
-        Priced at the children's windows, a window that folded inline once a busy machine had turned background
-        folding off ran a 5-s program of 2-ms steps to 3.7 and 5.6 s of cost on the 3-s grace (2 of 5 runs)."""
-        for rates in (self._steps, self._run):
-            if rates[behind].trusted:
-                return rates[behind].rate
-            if rates[not behind].trusted:
-                other = rates[not behind].rate
-                return other if behind else other + fold_rate
-        return ASSUMED_RATE
+    @property
+    def rate(self) -> float:
+        """kernelscope's CPU cost per CPU second of the program recorded: measured, once enough was recorded;
+        once its steps have been, on them alone."""
+        if self._steps.trusted:
+            return self._steps.rate
+        return self._run.rate if self._run.trusted else ASSUMED_RATE
 
     def window_closed(
         self,
@@ -277,12 +267,11 @@ class Accounts:
         closing: Spend,
         fixed: float = 0.0,
         lost: bool = False,
-        behind: bool = False,
     ) -> None:
         """A window open ``window`` wall and ``cpu`` CPU seconds, holding ``op_seconds`` of op time, was stopped
         and folded (``closing``, already charged); ``fixed``: the CPU seconds opening it took (stopping one has
         about the same fixed part), left out of the rate; ``lost``: torch could not post-process it, so none of
-        its time counts as recorded; ``behind``: it was folded in a child (its rate is kept apart)."""
+        its time counts as recorded."""
         recording = min(events * RECORD_COST_PER_EVENT, max(min(window, cpu) - op_seconds, 0.0))
         self.recording += recording
         if not lost:
@@ -290,10 +279,10 @@ class Accounts:
             self.recorded_wall += window
             self.recorded_cpu += cpu
         cost = max(recording + closing.cpu - fixed, 0.0)
-        self._run[behind].add(cost, cpu)
+        self._run.add(cost, cpu)
         self.fixed = fixed
         if self._in_steps:
-            self._steps[behind].add(cost, cpu)
+            self._steps.add(cost, cpu)
             if not lost:
                 f = self._fit
                 f[0] += 1
@@ -322,17 +311,15 @@ class Accounts:
             return 1.0
         return min(max(self.own.wall / self.own.cpu, 1.0), 10.0)
 
-    def wall_rate(self, behind: bool = False, fold_rate: float = 0.0) -> float:
+    @property
+    def wall_rate(self) -> float:
         """kernelscope's cost in wall seconds per CPU second of the program recorded (``rate`` × ``load``)."""
-        return self.rate(behind, fold_rate) * self.load
+        return self.rate * self.load
 
-    def projected(self, window_cpu: float, behind: bool = False, fold_rate: float = 0.0) -> float:
-        """The wall cost so far with the open window (``window_cpu`` CPU seconds old, to fold ``behind`` or inline)
-        projected in: the rate is measured on CPU time (a program that waits records nothing while it waits),
-        converted at the load."""
-        if not window_cpu:
-            return self.cost
-        return self.cost + (self.close_fixed + window_cpu * self.rate(behind, fold_rate)) * self.load
+    def projected(self, window_cpu: float) -> float:
+        """The wall cost so far with the open window (``window_cpu`` CPU seconds old) projected in: the rate is
+        measured on CPU time (a program that waits records nothing while it waits), converted at the load."""
+        return self.cost + ((self.close_fixed + window_cpu * self.rate) * self.load if window_cpu else 0.0)
 
     def window_fixed(self) -> float:
         """The wall cost of one more window before it records anything: opening and closing it."""

@@ -126,15 +126,6 @@ class BackgroundFold:
             self.off = "one core: no core is free beside the program"
         return self.off is None
 
-    @staticmethod
-    def busy_cores(window: float, cpu: float, clean: bool) -> float | None:
-        """The cores the program kept busy over a ``clean`` window, where that leaves none free (else None): such a
-        window is folded inline, and background folding stops (``room``)."""
-        if not clean or window <= 0:
-            return None
-        used = cpu / window
-        return used if _cores() - used < FREE_CORE_LEFT else None
-
     def room(self, window: float, cpu: float, clean: bool) -> bool:
         """Did the program leave a core free while the window was open (``cpu`` seconds of the process over
         ``window`` wall seconds)? Only a ``clean`` window (no child ran beside it) can tell: beside a child the
@@ -147,9 +138,11 @@ class BackgroundFold:
                     f"no room in memory for a child: the program holds {held / 2**30:.1f} GB, the machine has "
                     f"{free / 2**30:.1f} GB available (a child shares its memory copy-on-write); windows fold inline"
                 )
-        if self.busy_cores(window, cpu, clean) is None:
+        if not clean or window <= 0:
             return self.off is None
         used = cpu / window
+        if _cores() - used >= FREE_CORE_LEFT:
+            return self.off is None
         self.off = (
             f"no free core: the program's own threads kept {used:.1f} of {_cores()} cores busy while it was "
             "recorded (torch's intra-op threads); windows fold inline"
@@ -210,11 +203,6 @@ class BackgroundFold:
         CPU second of their windows (1.5 before one has finished)."""
         per_cpu = self._fold_wall / self._fold_window_cpu if self._fold_window_cpu > 0 else 1.5
         return per_cpu * window_cpu
-
-    def fold_cpu_rate(self) -> float:
-        """The children's CPU seconds folding per CPU second of their windows (1.5 before one has finished): what
-        the same windows cost to fold inline."""
-        return self._fold_cpu / self._fold_window_cpu if self._fold_window_cpu > 0 else 1.5
 
     def expected_wait(self) -> float:
         """How long stopping a window now would wait for the child still folding."""

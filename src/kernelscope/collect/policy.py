@@ -39,8 +39,6 @@ STEP_MARGIN = 1.25
 # ... and leaves this share of the allowance to spare: what closing a short window costs varies by a few per cent
 # around its projection (nanoGPT-200 ended 0.8% over the grace without it)
 OPEN_SPARE = 0.97
-# a window folding inline is turned over before its projected cost passes this share of what the allowance leaves
-BET_SHARE = 1 / 3
 MIN_WINDOW = 0.1  # seconds of the program a window must be able to record to be worth opening (no steps)
 
 
@@ -102,33 +100,12 @@ class Snapshot:
     # its own stop's time): a window turned over now waits for that at its own stop
     turnover_wait: float = 0.0
     sampled: bool = False  # the budget has held recording back before: the run is being sampled
-    # the open window's share of ``cost`` where it would fold inline (its fold on the program's path; 0 where it
-    # would fold in a child): it is turned over before it bets more than half of what the allowance leaves
-    inline_cost: float = 0.0
 
 
-def _keep(s: Snapshot, budget: Budget, why: str) -> Decision:
-    if s.fold_due:
-        return Decision(Action.TURN_OVER, f"{why}; the window is due to fold")
-    if _bets_the_rest(s, budget):
-        return Decision(Action.TURN_OVER, f"{why}; the window would cost a third of what the budget leaves")
-    return Decision(Action.NOTHING, why)
-
-
-def _bets_the_rest(s: Snapshot, budget: Budget) -> bool:
-    """Would the open window, folded inline, cost more than ``BET_SHARE`` of what the allowance leaves? Its cost is
-    projected at a rate measured on other windows, and what a second recorded costs follows how dense the program's
-    events are: a 5-s program of 2-ms steps (340 events a step) measured 1.5-1.6 s of cost a CPU second on its
-    set-up's and first steps' windows and then spent 2.9-3.2 on its steps' (5.8 s of cost on the 3-s grace; with
-    half of what was left as the bet, 1.76 s on a 1.5-s grace in 1 of 14 runs). Turned over here, no window takes
-    the cost past the allowance unless it costs three times its projection, and the next is priced at this one.
-    Only until the budget first holds recording back: after that windows open at its edge, short and priced on the
-    steps' own windows, and turning each over once more only spends the budget on window changes (a run of
-    20-ms steps whose windows cost 20 ms each to change opened its last window at step 58-59 of 80, not past 60)."""
-    if budget.off or s.inline_cost <= 0 or s.sampled:
-        return False
-    committed = s.cost - s.inline_cost
-    return s.inline_cost > BET_SHARE * (budget.allowance(s.program_seconds) - committed)
+def _keep(s: Snapshot, why: str) -> Decision:
+    return (
+        Decision(Action.TURN_OVER, f"{why}; the window is due to fold") if s.fold_due else Decision(Action.NOTHING, why)
+    )
 
 
 def _turnover_fits(s: Snapshot, budget: Budget, step: float) -> bool:
@@ -151,9 +128,7 @@ def decide(s: Snapshot, budget: Budget) -> Decision:
     if not s.plan_wants:
         return Decision(Action.CLOSE if s.recording else Action.NOTHING, "the plan does not record here")
     if budget.off:
-        return (
-            _keep(s, budget, "recording everything") if s.recording else Decision(Action.OPEN, "recording everything")
-        )
+        return _keep(s, "recording everything") if s.recording else Decision(Action.OPEN, "recording everything")
     if s.steps == 0:
         return _before_steps(s, budget)
     if s.at_step:
@@ -167,7 +142,7 @@ def decide(s: Snapshot, budget: Budget) -> Decision:
         return Decision(Action.CLOSE, "this step costs more to record than the budget allows: cut inside it", True)
     if not _turnover_fits(s, budget, _step_estimate(s)) and not _owed(s, budget):
         return Decision(Action.NOTHING, "recording a whole step; a turnover would wait past the budget")
-    return _keep(s, budget, "recording a whole step")
+    return _keep(s, "recording a whole step")
 
 
 def _before_steps(s: Snapshot, budget: Budget) -> Decision:
@@ -176,7 +151,7 @@ def _before_steps(s: Snapshot, budget: Budget) -> Decision:
     if s.recording:
         if s.cost > limit:
             return Decision(Action.CLOSE, "before the first step: its share of the budget is spent", True)
-        return _keep(s, budget, "before the first step: within its share of the budget")
+        return _keep(s, "before the first step: within its share of the budget")
     if s.cost + s.window_fixed + s.rate * MIN_WINDOW <= limit:
         return Decision(Action.OPEN, "before the first step: within its share of the budget")
     return Decision(Action.NOTHING, "before the first step: its share of the budget is spent", True)
@@ -220,6 +195,6 @@ def _at_step(s: Snapshot, budget: Budget) -> Decision:
         return Decision(Action.NOTHING, "one more whole step fits the budget; a turnover would wait past it")
     if fits or _owed(s, budget):
         why = "one more whole step fits the budget" if fits else "one of the first whole steps"
-        return _keep(s, budget, why) if s.recording else Decision(Action.OPEN, why)
+        return _keep(s, why) if s.recording else Decision(Action.OPEN, why)
     why = "the next step would overrun the budget"
     return Decision(Action.CLOSE if s.recording else Action.NOTHING, why, True)

@@ -45,7 +45,6 @@ class Closed:
     cow: float = 0.0  # seconds of copy-on-write faults its child's fork cost the program (background.py)
     # seconds taking it in after its child, where no stop's own time holds them (a checkpoint's poll)
     adopt: float = 0.0
-    behind: bool = False  # folded in a child: its cost rate leaves the fold out (accounts.py keeps the kinds apart)
 
 
 class Recorder:
@@ -198,7 +197,7 @@ class Recorder:
         ops = 0.0
         pending = False
         if lost is None and not inline and self._can_fold_behind(window, cpu):
-            pending = self._fold_behind(prof.kineto_results, Closed(window, cpu, 0, 0.0, behind=True), snapshots)
+            pending = self._fold_behind(prof.kineto_results, Closed(window, cpu, 0, 0.0), snapshots)
         if lost is None and not pending:
             ops0 = self._op_seconds()
             events = self._fold(
@@ -240,22 +239,6 @@ class Recorder:
             and b.worth(cpu)
         )
 
-    def folds_behind(self) -> bool:
-        """Would the open window, stopped now, fold in a child (else: inline, its fold on the program's path)? With
-        none open: would a window opened now, once it had recorded enough to be worth a child?"""
-        b = self.background
-        if self.prof is None:
-            return b is not None and self._foldable_behind(BACKGROUND_MIN_CPU)
-        # (a window over which the program kept every core busy folds inline: a 5-s program of 2-ms steps, its
-        # window priced as a child's, ran to 4.1-5.5 s of cost on the 3-s grace in 2 of 3 runs)
-        cpu = self.cpu_age()
-        return self._foldable_behind(cpu) and (b is None or b.busy_cores(self.age(), cpu, self._clean) is None)
-
-    def fold_cpu_rate(self) -> float:
-        """What folding inline costs a CPU second recorded, as the children measured it (0: none ever ran)."""
-        b = self.background
-        return b.fold_cpu_rate() if b is not None and b.windows else 0.0
-
     def turnover_wait(self) -> float:
         """How long the open window, stopped now, would fold beside the program (0: it would fold inline)."""
         cpu = self.cpu_age()
@@ -289,7 +272,7 @@ class Recorder:
             note = f"a recorded window is lost: {why}; later windows fold in the program's process"
             if note not in self.warnings:
                 self.warnings.append(note)
-            final = dataclasses.replace(closed, events=0, op_seconds=0.0, lost=True)
+            final = Closed(closed.window, closed.cpu, 0, 0.0, lost=True, cow=closed.cow)
         else:
             ops0 = self._op_seconds()
             adopt_state(self.folder, folded.folder, folded.converter)
@@ -302,7 +285,7 @@ class Recorder:
             self.device_run = self.folder.device_run
             self._uncollected += folded.events
             self.sampling.folded(self.folder.builder, snapshots)
-            final = dataclasses.replace(closed, events=folded.events, op_seconds=self._op_seconds() - ops0)
+            final = Closed(closed.window, closed.cpu, folded.events, self._op_seconds() - ops0, cow=closed.cow)
         if self._polled_at is not None:  # (reading the child's result included)
             final = dataclasses.replace(final, adopt=time.perf_counter() - self._polled_at)
         if self.on_folded is not None:

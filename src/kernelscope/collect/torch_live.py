@@ -443,8 +443,6 @@ class Session:
         )
         r = self.recorder
         age = r.age()
-        behind, fold_rate = r.folds_behind(), r.fold_cpu_rate()
-        cost = self.accounts.projected(r.cpu_age(), behind, fold_rate)
         fold_due = r.open and (
             age >= self.options.fold_seconds
             or (not self.accounts.measured and not self.budget.off and age >= PROBE_SECONDS)
@@ -460,17 +458,16 @@ class Session:
             steps=self.log.steps,
             whole_steps=self.log.whole_count,
             fold_due=bool(fold_due),
-            cost=cost,
+            cost=self.accounts.projected(r.cpu_age()),
             program_seconds=self.accounts.program_seconds(),
             step_seconds=self._step_seconds,
             step_high=max(self._step_times) if self._step_times else None,
-            rate=self.accounts.wall_rate(behind, fold_rate),
+            rate=self.accounts.wall_rate,
             window_fixed=self.accounts.window_fixed(),
             folding=r.background is not None and r.background.busy,
             fold_wait=r.background.expected_wait() if r.background is not None else 0.0,
             turnover_wait=r.turnover_wait(),
             sampled=self.accounts.holds > 0,
-            inline_cost=0.0 if behind or not r.open else cost - self.accounts.cost,
         )
 
     def _threads_unsafe(self) -> str | None:
@@ -605,7 +602,6 @@ class Session:
             closing=closing,
             fixed=fixed,
             lost=closed.lost,
-            behind=closed.behind,
         )
         if closed.lost:
             self.log.lost(window_from)
