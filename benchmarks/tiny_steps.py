@@ -1,6 +1,6 @@
 """A training loop of very short steps: a 64-wide linear layer, SGD, ~2 ms a step on a 2-core CPU (~340 of torch's
-events a step). Recording it costs several times its own time a second recorded, and that cost grows with a
-window's length: the case that once ran the default's own cost past its grace (docs/run.md).
+events a step). Recording it costs several times its own time a second recorded, more on its steps than on its
+set-up: the default's own cost can run past its grace on it (known, not fixed: benchmarks/README.md).
 ``python benchmarks/tiny_steps.py [STEPS]``"""
 
 from __future__ import annotations
