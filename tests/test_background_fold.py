@@ -19,18 +19,20 @@ pytestmark = [
 STEPS = 200  # enough for several 0.1-s windows on a fast machine
 
 
-def _train(steps: int = STEPS) -> None:
+def _train(steps: int = STEPS, pause: float = 0.0) -> None:
     import torch
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # (a program that leaves a core free: with two threads on two cores none is)
     try:
-        _steps(steps)
+        _steps(steps, pause)
     finally:
         torch.set_num_threads(threads)
 
 
-def _steps(steps: int) -> None:
+def _steps(steps: int, pause: float = 0.0) -> None:
+    import time
+
     import torch
 
     torch.manual_seed(0)
@@ -41,13 +43,15 @@ def _steps(steps: int) -> None:
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if pause:
+            time.sleep(pause)  # (waiting for data: no events, a window's child folds meanwhile)
 
 
-def _profile(fold: str) -> Any:
+def _profile(fold: str, steps: int = STEPS, pause: float = 0.0) -> Any:
     import kernelscope
 
     with kernelscope.profile(compile_capture=False, max_overhead=0, fold_seconds=0.1, fold=fold) as p:
-        _train()
+        _train(steps, pause)
     assert p.result is not None
     return p.result
 
@@ -238,7 +242,9 @@ def test_taking_a_window_in_at_a_checkpoint_is_kernelscopes_cost(monkeypatch: py
 
     monkeypatch.setattr(recorder, "adopt_state", slow_adopt)
     monkeypatch.setattr(recorder.Recorder, "poll", poll)
-    profile = _profile("background")
+    # (a program that waits for data between steps: without the waits a loaded machine's child can still be folding
+    # at every next stop, which then waits for it, and no checkpoint takes a window in)
+    profile = _profile("background", steps=60, pause=0.03)
     assert polled, "no window was taken in at a checkpoint"
     coverage = profile.metadata["coverage"]
     adopted = profile.metadata["recording"]["fold"]["windows"]
