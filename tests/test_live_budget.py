@@ -341,6 +341,51 @@ class FixedCostAccounts(CostlyAccounts):
     extra = 0.02
 
 
+class DearerLaterAccounts(Accounts):
+    """What recording costs doubles after the first windows (a phase of the program, a neighbour that leaves): the
+    later windows' stops cost twice what they took. (Charged, not spent: the program's time reads short by it.)"""
+
+    first = 2
+    seen: list[float]
+
+    def window_closed(self, **kw: Any) -> None:
+        extra = kw["closing"].cpu if len(self.seen) >= self.first else 0.0
+        self.seen.append(extra)
+        kw["closing"].wall += extra
+        kw["closing"].cpu += extra
+        self.own.wall += extra
+        self.own.cpu += extra
+        super().window_closed(**kw)
+
+
+@pytest.mark.slow
+def test_a_window_dearer_than_projected_ends_the_recording_at_a_step_boundary_within_the_budget() -> None:
+    """A window is projected from what earlier ones cost: one that records on to the budget's edge overruns it by
+    as much as the rate grew (tiny_steps.py: 0.5 s past the 3-s grace). Turned over at a step boundary once its
+    projection passes a third of what is left, its real cost decides the next step there: the header's own cost
+    stays within the allowance, and no step is cut. (Recording on to the edge instead: 1.79-1.80 s on the 1-s
+    grace, 1.08-1.28 s beside a busy neighbour; with the turnover 0.94-0.96 s, 2 runs each.)"""
+    torch = pytest.importorskip("torch")
+
+    from kernelscope.collect.torch_live import Session
+
+    s = Session(compile_capture=False, grace_seconds=1.0, fold_seconds=1e9, fold="inline", shapes="off")
+    s.accounts = DearerLaterAccounts(s.budget)
+    s.accounts.seen = []
+    s.start()
+    w = torch.randn(256, 256)
+    for _ in range(600):
+        x = torch.randn(64, 256)
+        for _ in range(4):
+            x = torch.tanh(x @ w)
+        s.step()
+    p = s.finalize()
+    cov = p.metadata["coverage"]
+    assert cov["budget_holds"] > 0 and len(s.accounts.seen) > DearerLaterAccounts.first, (cov, s.accounts.seen)
+    assert cov["parts"]["partial_steps"] == 0, cov
+    assert cov["overhead_seconds"] <= max(1.0, 0.1 * cov["program_seconds"]) * 1.02, cov
+
+
 @pytest.mark.slow
 def test_a_sampled_run_records_whole_steps_spread_over_the_run() -> None:
     torch = pytest.importorskip("torch")

@@ -116,6 +116,22 @@ def test_an_open_window_records_on_only_with_room_for_its_longest_step() -> None
     assert act(**edge, step_high=0.09) is Action.CLOSE  # 2.8 + 1.25 x 0.09 > 0.97 x 3.0
 
 
+def test_a_window_betting_more_than_a_third_of_what_is_left_turns_over_at_a_step_boundary() -> None:
+    """What a recorded second costs moves with the program (tiny_steps.py: a 1-s window cost 1.6x a CPU second what
+    the 0.26-s window before it did, and ended 0.5 s past the grace): a window whose projection passes a third of
+    what the allowance leaves turns over at a boundary, where its real cost decides the next step, never inside."""
+    edge = {"recording": True, "at_step": True, "steps": 200, "whole_steps": 150, "rate": 2.0}
+    edge |= {"program_seconds": 2.0, "step_seconds": 0.002, "step_high": 0.002}
+    # 2.0 s spent before the window, 0.4 s projected for it: 1.0 s left, a third is 0.33
+    assert act(**edge, cost=2.4, window_cost=0.4) is Action.TURN_OVER
+    assert act(**edge, cost=2.3, window_cost=0.3) is Action.NOTHING  # within a third: records on
+    assert act(**edge, cost=2.4) is Action.NOTHING  # (no window cost stated: the closed windows' alone)
+    mid = {**edge, "at_step": False}
+    assert act(**mid, cost=2.4, window_cost=0.4) is Action.NOTHING  # never inside a step
+    off = Budget(0.0)
+    assert decide(Snapshot(**edge, cost=2.4, window_cost=0.4), off).action is Action.NOTHING  # (no budget)
+
+
 def test_the_fixed_cost_of_a_close_is_the_intercept_of_the_steps_windows() -> None:
     a = Accounts(BUDGET, clock=FakeClock(), cpu_clock=FakeCPU())
     a.steps_began()

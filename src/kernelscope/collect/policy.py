@@ -40,6 +40,11 @@ STEP_MARGIN = 1.25
 # around its projection (nanoGPT-200 ended 0.8% over the grace without it)
 OPEN_SPARE = 0.97
 MIN_WINDOW = 0.1  # seconds of the program a window must be able to record to be worth opening (no steps)
+# At a step boundary an open window whose projected cost passes this share of what the allowance has left (beside
+# the windows already closed) turns over, so the next step is decided on what it really cost: what a recorded
+# second costs moves with the program's phase and with what runs beside it (a 1-s window of 2-ms steps cost 1.6x
+# a CPU second what the 0.26-s window before it did, and ended the run 0.5 s past the 3-s grace)
+BET_SHARE = 1 / 3
 
 
 class Action(enum.Enum):
@@ -100,6 +105,7 @@ class Snapshot:
     # its own stop's time): a window turned over now waits for that at its own stop
     turnover_wait: float = 0.0
     sampled: bool = False  # the budget has held recording back before: the run is being sampled
+    window_cost: float = 0.0  # the open window's projected part of ``cost`` (closing it, what it recorded)
 
 
 def _keep(s: Snapshot, why: str) -> Decision:
@@ -176,6 +182,16 @@ def _owed(s: Snapshot, budget: Budget) -> bool:
     )
 
 
+def _bets_too_much(s: Snapshot, budget: Budget) -> bool:
+    """Does the open window's projected cost pass ``BET_SHARE`` of what the allowance leaves beside the windows
+    already closed? The projection is a rate measured on other windows; turned over at a step boundary (the session
+    then asks again before the next window opens), a step is never cut by what the measurement finds."""
+    if not s.recording or s.window_cost <= 0:
+        return False
+    left = budget.allowance(s.program_seconds) - (s.cost - s.window_cost)
+    return s.window_cost > BET_SHARE * left
+
+
 def _at_step(s: Snapshot, budget: Budget) -> Decision:
     if not s.recording and s.sampled and (s.folding or s.fold_wait > 0) and not _owed(s, budget):
         # the last window's cost is known only once its child is done (its close was projected: nanoGPT-200's was
@@ -193,6 +209,10 @@ def _at_step(s: Snapshot, budget: Budget) -> Decision:
     if fits and s.recording and not _turnover_fits(s, budget, step) and not _owed(s, budget):
         # (the window records on unturned: its stop then waits for no child, and its fold is projected in)
         return Decision(Action.NOTHING, "one more whole step fits the budget; a turnover would wait past it")
+    if fits and _bets_too_much(s, budget):
+        return Decision(
+            Action.TURN_OVER, "one more whole step fits the budget; the window turns over to measure its cost"
+        )
     if fits or _owed(s, budget):
         why = "one more whole step fits the budget" if fits else "one of the first whole steps"
         return _keep(s, why) if s.recording else Decision(Action.OPEN, why)

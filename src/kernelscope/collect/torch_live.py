@@ -443,6 +443,7 @@ class Session:
         )
         r = self.recorder
         age = r.age()
+        cost = self.accounts.projected(r.cpu_age())
         fold_due = r.open and (
             age >= self.options.fold_seconds
             or (not self.accounts.measured and not self.budget.off and age >= PROBE_SECONDS)
@@ -458,7 +459,7 @@ class Session:
             steps=self.log.steps,
             whole_steps=self.log.whole_count,
             fold_due=bool(fold_due),
-            cost=self.accounts.projected(r.cpu_age()),
+            cost=cost,
             program_seconds=self.accounts.program_seconds(),
             step_seconds=self._step_seconds,
             step_high=max(self._step_times) if self._step_times else None,
@@ -468,6 +469,7 @@ class Session:
             fold_wait=r.background.expected_wait() if r.background is not None else 0.0,
             turnover_wait=r.turnover_wait(),
             sampled=self.accounts.holds > 0,
+            window_cost=cost - self.accounts.cost,
         )
 
     def _threads_unsafe(self) -> str | None:
@@ -534,9 +536,26 @@ class Session:
                 if close and not self._close(turnover=True):
                     self._ask_again()
                     return
+                if close and not self._reopens():
+                    return
                 self._open()
         finally:
             self._busy = False
+
+    def _reopens(self) -> bool:
+        """After a turnover's close at a step boundary, with the closed window's cost now measured (folded here, not
+        in a child), is the next window still worth opening? The policy is asked again: a step it would no longer
+        open for is not recorded at all, rather than cut inside once the window's cost shows."""
+        if not self._at_step or self._behind is not None or self.budget.off:
+            return True
+        again = decide(self.snapshot(), self.budget)
+        if again.action is Action.OPEN:
+            return True
+        self.last_decision = again
+        self.log.closed(at_step=True)
+        if again.held:
+            self.accounts.hold()
+        return False
 
     def _operators_paused(self) -> None:
         """The operator wrappers are off for a library optimizer's step: the next module call, which resumes them
