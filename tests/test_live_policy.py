@@ -126,6 +126,8 @@ def test_a_window_betting_more_than_a_third_of_what_is_left_turns_over_at_a_step
     assert act(**edge, cost=2.4, window_cost=0.4) is Action.TURN_OVER
     assert act(**edge, cost=2.3, window_cost=0.3) is Action.NOTHING  # within a third: records on
     assert act(**edge, cost=2.4) is Action.NOTHING  # (no window cost stated: the closed windows' alone)
+    assert act(**edge, cost=2.4, window_cost=0.4, turnover_wait=0.2) is Action.NOTHING  # (it would fold in a child)
+    assert act(**edge, cost=2.4, window_cost=0.4, folding=True) is Action.NOTHING  # (the last one's cost to come)
     mid = {**edge, "at_step": False}
     assert act(**mid, cost=2.4, window_cost=0.4) is Action.NOTHING  # never inside a step
     off = Budget(0.0)
@@ -154,6 +156,35 @@ def test_inside_a_step_the_window_is_cut_once_the_cost_passes_the_allowance() ->
     assert act(**mid, cost=2.9) is Action.NOTHING
     d = decide(Snapshot(**mid, cost=3.1), BUDGET)  # type: ignore[arg-type]
     assert d.action is Action.CLOSE and "inside" in d.reason
+
+
+def test_a_window_far_longer_than_any_measured_turns_over_at_a_step_boundary() -> None:
+    """A rate measured on the first steps' window (the program's warm-up: 2-ms steps that took 20 ms) priced a 1.3-s
+    window of steady steps at two thirds of its cost: a window 4x longer (CPU) than any the rate was measured on
+    turns over at a boundary, where that fits, once its projection is a tenth of the allowance."""
+    early = {"recording": True, "at_step": True, "steps": 100, "whole_steps": 90, "rate": 2.0, "cost": 0.8}
+    early |= {"program_seconds": 2.0, "step_seconds": 0.002, "step_high": 0.002, "window_cost": 0.5}
+    assert act(**early, window_cpu=0.25, rate_reach=0.05) is Action.TURN_OVER
+    assert act(**early, window_cpu=0.15, rate_reach=0.05) is Action.NOTHING  # within 4x
+    assert act(**{**early, "window_cost": 0.2}, window_cpu=0.25, rate_reach=0.05) is Action.NOTHING  # cheap yet
+    assert act(**early, window_cpu=0.25, rate_reach=0.0) is Action.NOTHING  # (the rate is assumed: no reach)
+    # a turnover that would fold in a child the next stop waits for past the budget: the window records on
+    assert act(**early, window_cpu=0.25, rate_reach=0.05, turnover_wait=2.5) is Action.NOTHING
+    assert act(**early, window_cpu=0.25, rate_reach=0.05, turnover_wait=0.5) is Action.TURN_OVER
+
+
+def test_a_step_of_its_usual_length_is_not_cut_when_the_cost_passes_the_allowance() -> None:
+    """Past the allowance inside a step of the usual length (a fold that came in mid-step re-measured the rate), the
+    window closes at the step's end: cutting it saves at most one step's cost and leaves a step in part. A step
+    running past the longest recent one (1.25x, and 0.05 s) is cut: one step costs more to record than the budget allows."""
+    mid = {"recording": True, "steps": 400, "whole_steps": 300, "program_seconds": 10.0, "cost": 3.1}
+    mid |= {"step_seconds": 0.002, "step_high": 0.003}
+    d = decide(Snapshot(**mid, in_step=0.001), BUDGET)  # type: ignore[arg-type]
+    assert d.action is Action.NOTHING and d.held and "step's end" in d.reason
+    assert act(**mid, in_step=0.04) is Action.NOTHING  # (within the slack past the longest step)
+    assert act(**mid, in_step=0.06) is Action.CLOSE  # past it
+    assert act(**{**mid, "step_high": None}, in_step=0.001) is Action.CLOSE  # (a step of unknown length)
+    assert act(**{**mid, "at_step": True}, in_step=0.0) is Action.CLOSE  # and at its end the window closes
 
 
 def test_no_window_opens_blind_on_a_step_of_unknown_length() -> None:

@@ -140,10 +140,12 @@ class _Rates:
     cost: float = 0.0  # CPU seconds the windows cost, their fixed part left out ...
     seconds: float = 0.0  # ... per CPU second recorded
     last: float = 0.0  # the rate of the last window long enough to tell it
+    largest: float = 0.0  # the CPU seconds of the longest window measured: how far the rate was seen to hold
 
     def add(self, cost: float, cpu: float) -> None:
         self.cost += cost
         self.seconds += cpu
+        self.largest = max(self.largest, cpu)
         if cpu >= TRUSTED_SECONDS:
             self.last = cost / cpu
 
@@ -310,6 +312,13 @@ class Accounts:
         if self.own.cpu < 0.05:
             return 1.0
         return min(max(self.own.wall / self.own.cpu, 1.0), 10.0)
+
+    @property
+    def rate_reach(self) -> float:
+        """The CPU seconds of the longest window ``rate`` was measured on (0 while it is assumed)."""
+        if self._steps.trusted:
+            return self._steps.largest
+        return self._run.largest if self._run.trusted else 0.0
 
     @property
     def wall_rate(self) -> float:

@@ -24,7 +24,7 @@ The default policy, with ``fraction`` f and ``grace`` g (``Budget``):
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 GRACE_SECONDS_DEFAULT = 3.0
 MAX_OVERHEAD_DEFAULT = 0.1
@@ -40,6 +40,16 @@ STEP_MARGIN = 1.25
 # around its projection (nanoGPT-200 ended 0.8% over the grace without it)
 OPEN_SPARE = 0.97
 MIN_WINDOW = 0.1  # seconds of the program a window must be able to record to be worth opening (no steps)
+# An open window this many times longer (CPU) than any the rate was measured on turns over at a step boundary where
+# its projected cost is ``REACH_SHARE`` of the allowance or more: the first steps' windows run the program's warm-up
+# (2-ms steps that took 20 ms each), and a rate measured there priced a 1.3-s window of steady steps at two thirds
+# of its cost (4.4 s of own cost on the 3-s grace)
+RATE_REACH = 4.0
+REACH_SHARE = 0.1
+# ... and a step runs long (is cut inside when the cost passes the allowance) only past the longest recent one by
+# this much at least: on 2-ms steps, what kernelscope's own checkpoint work leaves in a step's CPU time is more than
+# a quarter of a step
+LONG_STEP_SLACK = 0.05
 # At a step boundary an open window whose projected cost passes this share of what the allowance has left (beside
 # the windows already closed) turns over, so the next step is decided on what it really cost: what a recorded
 # second costs moves with the program's phase and with what runs beside it (a 1-s window of 2-ms steps cost 1.6x
@@ -106,6 +116,9 @@ class Snapshot:
     turnover_wait: float = 0.0
     sampled: bool = False  # the budget has held recording back before: the run is being sampled
     window_cost: float = 0.0  # the open window's projected part of ``cost`` (closing it, what it recorded)
+    in_step: float | None = None  # the step under way's own CPU seconds so far (None: before the first boundary)
+    window_cpu: float = 0.0  # the open window's CPU seconds so far
+    rate_reach: float = 0.0  # the CPU seconds of the longest window the rate was measured on (0: assumed)
 
 
 def _keep(s: Snapshot, why: str) -> Decision:
@@ -145,10 +158,24 @@ def decide(s: Snapshot, budget: Budget) -> Decision:
         return Decision(Action.NOTHING, "windows open at step boundaries: a recorded step is a whole step", True)
     # (inside a step the cut waits for the allowance itself, the open window projected in: what the header promises)
     if s.cost > budget.allowance(s.program_seconds) and not _owed(s, budget):
-        return Decision(Action.CLOSE, "this step costs more to record than the budget allows: cut inside it", True)
+        if _runs_long(s):
+            return Decision(Action.CLOSE, "this step costs more to record than the budget allows: cut inside it", True)
+        # (a dearer rate measured mid-step, a child's fold come in: the step ends within its usual length, and
+        # cutting it saves at most its own cost while it leaves a step in part)
+        return Decision(Action.NOTHING, "past the budget: the window closes at this step's end", True)
     if not _turnover_fits(s, budget, _step_estimate(s)) and not _owed(s, budget):
         return Decision(Action.NOTHING, "recording a whole step; a turnover would wait past the budget")
     return _keep(s, "recording a whole step")
+
+
+def _runs_long(s: Snapshot) -> bool:
+    """Has the step under way run past the longest recent step (``STEP_MARGIN`` over), or is its length unknown?
+    Only such a step is cut inside when the cost passes the allowance: one step costs more to record than the budget
+    allows. A step of its usual length that finds the cost past the allowance (the window's rate re-measured by a
+    fold that came in mid-step: 2-ms steps cut at 3.1 s of cost and ended 3.85 s on the 3-s grace) ends first."""
+    if s.step_high is None or s.in_step is None:
+        return True
+    return s.in_step > max(STEP_MARGIN * s.step_high, s.step_high + LONG_STEP_SLACK)
 
 
 def _before_steps(s: Snapshot, budget: Budget) -> Decision:
@@ -183,10 +210,20 @@ def _owed(s: Snapshot, budget: Budget) -> bool:
 
 
 def _bets_too_much(s: Snapshot, budget: Budget) -> bool:
-    """Does the open window's projected cost pass ``BET_SHARE`` of what the allowance leaves beside the windows
-    already closed? The projection is a rate measured on other windows; turned over at a step boundary (the session
-    then asks again before the next window opens), a step is never cut by what the measurement finds."""
-    if not s.recording or s.window_cost <= 0:
+    """Has the open window outgrown the windows its rate was measured on (``RATE_REACH``), or does its projected cost
+    pass ``BET_SHARE`` of what the allowance leaves beside the windows already closed (a window folding inline)?
+    The projection is a rate measured on other windows; turned over at a step boundary (the session then asks again
+    before the next window opens, where the window folded inline), a step is never cut by what the measurement
+    finds."""
+    if s.folding:  # (the last window's cost is still to come in, and a stop now would wait for its child)
+        return False
+    outgrown = s.recording and s.rate_reach > 0 and s.window_cpu > RATE_REACH * s.rate_reach
+    if outgrown and s.window_cost >= REACH_SHARE * budget.allowance(s.program_seconds):
+        return True
+    if not s.recording or s.window_cost <= 0 or s.turnover_wait > 0:
+        # (a window that would fold in a child: its cost is known only once the child is done, and the next
+        # window's stop waits for it; on 2-ms steps such turnovers stopped 0.9 s of torch's own work each, and the
+        # waits ended the run 3.2-3.8 s on the 3-s grace in 6 of 6 runs)
         return False
     left = budget.allowance(s.program_seconds) - (s.cost - s.window_cost)
     return s.window_cost > BET_SHARE * left
@@ -209,7 +246,7 @@ def _at_step(s: Snapshot, budget: Budget) -> Decision:
     if fits and s.recording and not _turnover_fits(s, budget, step) and not _owed(s, budget):
         # (the window records on unturned: its stop then waits for no child, and its fold is projected in)
         return Decision(Action.NOTHING, "one more whole step fits the budget; a turnover would wait past it")
-    if fits and _bets_too_much(s, budget):
+    if fits and _bets_too_much(s, budget) and _turnover_fits(replace(s, fold_due=True), budget, step):
         return Decision(
             Action.TURN_OVER, "one more whole step fits the budget; the window turns over to measure its cost"
         )

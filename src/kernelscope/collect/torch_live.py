@@ -470,7 +470,16 @@ class Session:
             turnover_wait=r.turnover_wait(),
             sampled=self.accounts.holds > 0,
             window_cost=cost - self.accounts.cost,
+            in_step=self._in_step(),
+            window_cpu=r.cpu_age(),
+            rate_reach=self.accounts.rate_reach,
         )
+
+    def _in_step(self) -> float | None:
+        """The step under way's own CPU seconds so far (as ``_count_step`` measures a step), None before the first."""
+        if self._last_step is None:
+            return None
+        return max(time.process_time() - self._last_step - (self.accounts.own.cpu - self._step_cost), 0.0)
 
     def _threads_unsafe(self) -> str | None:
         """A thread of the program's own runs: on a torch whose tracer may then crash the program, nothing is
