@@ -173,6 +173,18 @@ def test_a_window_far_longer_than_any_measured_turns_over_at_a_step_boundary() -
     assert act(**early, window_cpu=0.25, rate_reach=0.05, turnover_wait=0.5) is Action.TURN_OVER
 
 
+def test_a_window_that_would_close_on_a_projection_from_far_shorter_windows_is_measured_first() -> None:
+    """The README example's set-up windows (0.1 s of CPU) priced its steps' 0.9-s window at 1.8 s where it cost 0.2:
+    beside a busy neighbour it closed after 3 or 4 of 5 steps. Such a window turns over, folded here and now, and the
+    session asks again with its cost measured."""
+    edge = {"recording": True, "at_step": True, "steps": 3, "whole_steps": 3, "rate": 1.7, "cost": 1.83}
+    edge |= {"program_seconds": 2.7, "step_seconds": 0.34, "step_high": 0.57, "window_cost": 1.5}
+    d = decide(Snapshot(**edge, window_cpu=0.9, rate_reach=0.11), BUDGET)  # type: ignore[arg-type]
+    assert d.action is Action.TURN_OVER and d.measure and not d.held
+    assert act(**edge, window_cpu=0.9, rate_reach=0.3) is Action.CLOSE  # (measured on a window near its length)
+    assert act(**edge, window_cpu=0.9, rate_reach=0.11, folding=True) is Action.CLOSE  # (a child's cost to come)
+
+
 def test_a_step_of_its_usual_length_is_not_cut_when_the_cost_passes_the_allowance() -> None:
     """Past the allowance inside a step of the usual length (a fold that came in mid-step re-measured the rate), the
     window closes at the step's end: cutting it saves at most one step's cost and leaves a step in part. A step

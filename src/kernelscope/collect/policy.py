@@ -14,8 +14,12 @@ The default policy, with ``fraction`` f and ``grace`` g (``Budget``):
   ``whole_steps`` steps are owed: they are recorded whenever one step costs less than the grace to record.
   Otherwise the open window closes *at* the boundary: a recorded step is always a whole step.
 - **Inside a step** a window never opens (the step would be a fragment) and closes only when the step has
-  run so far past its projection that the cost passes the allowance: one step costs more to record than the
-  budget allows (the session counts that step as recorded in part and the header says so).
+  run past the longest recent step and the cost passes the allowance: one step costs more to record than the
+  budget allows (the session counts that step as recorded in part and the header says so). A step of its usual
+  length that finds the cost past the allowance ends first, and the window closes at its boundary.
+- **Measured as it goes**: an open window turns over at a step boundary once it is far longer than any window
+  the rate was measured on, or (folding inline) once its projection passes a third of what the allowance leaves;
+  the session then asks again, with the cost measured, before the next window opens.
 - A short program is recorded whole: when everything costs less than the grace nothing is ever held.
 
 ``fraction`` 0 turns the budget off (record everything the plan asks for).
@@ -69,6 +73,7 @@ class Decision:
     action: Action
     reason: str
     held: bool = False  # the budget is what keeps recording off
+    measure: bool = False  # a turnover to measure the window's cost: fold it here and now, then ask again
 
 
 @dataclass(frozen=True)
@@ -209,6 +214,11 @@ def _owed(s: Snapshot, budget: Budget) -> bool:
     )
 
 
+def _outgrown(s: Snapshot) -> bool:
+    """Is the open window ``RATE_REACH`` times longer (CPU) than any window its rate was measured on?"""
+    return s.recording and s.rate_reach > 0 and s.window_cpu > RATE_REACH * s.rate_reach
+
+
 def _bets_too_much(s: Snapshot, budget: Budget) -> bool:
     """Has the open window outgrown the windows its rate was measured on (``RATE_REACH``), or does its projected cost
     pass ``BET_SHARE`` of what the allowance leaves beside the windows already closed (a window folding inline)?
@@ -217,8 +227,7 @@ def _bets_too_much(s: Snapshot, budget: Budget) -> bool:
     finds."""
     if s.folding:  # (the last window's cost is still to come in, and a stop now would wait for its child)
         return False
-    outgrown = s.recording and s.rate_reach > 0 and s.window_cpu > RATE_REACH * s.rate_reach
-    if outgrown and s.window_cost >= REACH_SHARE * budget.allowance(s.program_seconds):
+    if _outgrown(s) and s.window_cost >= REACH_SHARE * budget.allowance(s.program_seconds):
         return True
     if not s.recording or s.window_cost <= 0 or s.turnover_wait > 0:
         # (a window that would fold in a child: its cost is known only once the child is done, and the next
@@ -253,5 +262,11 @@ def _at_step(s: Snapshot, budget: Budget) -> Decision:
     if fits or _owed(s, budget):
         why = "one more whole step fits the budget" if fits else "one of the first whole steps"
         return _keep(s, why) if s.recording else Decision(Action.OPEN, why)
+    if s.recording and _outgrown(s) and not s.folding:
+        # (projected from windows a quarter of its length or less: the README example's set-up windows, 0.1 s of
+        # CPU, priced its steps' 0.9-s window at 1.8 s where it cost 0.2, and beside a busy neighbour the run
+        # recorded 3 or 4 of its 5 steps)
+        why = "the next step would overrun the budget as projected from far shorter windows: measuring this one"
+        return Decision(Action.TURN_OVER, why, measure=True)
     why = "the next step would overrun the budget"
     return Decision(Action.CLOSE if s.recording else Action.NOTHING, why, True)

@@ -525,13 +525,13 @@ class Session:
             with sigint_deferred():
                 self._close()
         elif d.action is Action.TURN_OVER:
-            self._change(close=True)
+            self._change(close=True, measure=d.measure)
         if self._fresh:
             self._fresh = False
             if not self.recorder.open:
                 self.log.closed()  # the program runs on from its first op unrecorded
 
-    def _change(self, close: bool) -> None:
+    def _change(self, close: bool, measure: bool = False) -> None:
         """Open a window (turning the open one over first) where no RecordFunction begun under an earlier
         window can still be open (safepoint.py); elsewhere a turnover waits for the next such point."""
         safe = self.safety.can_turn_over() if close else self.safety.can_open()
@@ -542,7 +542,7 @@ class Session:
         self._busy = True
         try:
             with sigint_deferred():
-                if close and not self._close(turnover=True):
+                if close and not self._close(turnover=True, inline=measure):
                     self._ask_again()
                     return
                 if close and not self._reopens():
@@ -586,7 +586,9 @@ class Session:
         if self.calls is not None and self.calls.every == 1 and not self._armed:
             self.calls.rearm(FOLD_CHECK_CALLS)
 
-    def _close(self, compile_entry: bool = False, turnover: bool = False, pause: bool = False) -> bool:
+    def _close(
+        self, compile_entry: bool = False, turnover: bool = False, pause: bool = False, inline: bool = False
+    ) -> bool:
         """Stop and fold the open window; False when there is none or it cannot stop here (backward())."""
         if not self.recorder.can_stop(self._finalized):
             return False
@@ -595,7 +597,7 @@ class Session:
         busy, self._busy = self._busy, True  # (what stopping imports is kernelscope's, not the program's)
         try:
             with self.accounts.spending() as closing:
-                closed = self.recorder.stop(compile_entry=compile_entry, inline=self._finalized)
+                closed = self.recorder.stop(compile_entry=compile_entry, inline=inline or self._finalized)
         finally:
             self._busy = busy
         if closed.pending:  # folding in the background: the figures come to _folded_behind
