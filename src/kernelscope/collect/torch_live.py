@@ -253,12 +253,11 @@ class Session:
         self._step_seconds = None
 
     def _count_step(self) -> None:
-        now = time.process_time()  # CPU time: what recording a step costs grows with (waits record nothing)
-        cost = self.accounts.own.cpu
-        if self._last_step is not None:  # the program's own time in the step: kernelscope's cost left out
-            self._step_times.append(max(now - self._last_step - (cost - self._step_cost), 0.0))
+        step = self._in_step()
+        if step is not None:
+            self._step_times.append(step)
             self._step_seconds = statistics.median(self._step_times)
-        self._last_step, self._step_cost = now, cost
+        self._last_step, self._step_cost = time.process_time(), self.accounts.own.cpu
         if self._armed:
             self._armed = False
             self._begin()
@@ -476,7 +475,8 @@ class Session:
         )
 
     def _in_step(self) -> float | None:
-        """The step under way's own CPU seconds so far (as ``_count_step`` measures a step), None before the first."""
+        """The step under way's own CPU seconds so far, None before the first boundary: CPU time, what recording a
+        step costs grows with (waits record nothing), kernelscope's own cost left out."""
         if self._last_step is None:
             return None
         return max(time.process_time() - self._last_step - (self.accounts.own.cpu - self._step_cost), 0.0)
