@@ -442,7 +442,8 @@ class Session:
         )
         r = self.recorder
         age = r.age()
-        cost = self.accounts.projected(r.cpu_age())
+        window_cpu = r.cpu_age()
+        cost = self.accounts.projected(window_cpu)
         fold_due = r.open and (
             age >= self.options.fold_seconds
             or (not self.accounts.measured and not self.budget.off and age >= PROBE_SECONDS)
@@ -470,7 +471,7 @@ class Session:
             sampled=self.accounts.holds > 0,
             window_cost=cost - self.accounts.cost,
             in_step=self._in_step(),
-            window_cpu=r.cpu_age(),
+            window_cpu=window_cpu,
             rate_reach=self.accounts.rate_reach,
         )
 
