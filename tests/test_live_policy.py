@@ -67,9 +67,24 @@ def test_at_the_budgets_edge_a_window_opens_with_room_for_its_longest_step_and_i
     # the last window still folds beside the program: stopping this one after the step would wait 0.2 s more
     assert act(**edge, fold_wait=0.3) is Action.NOTHING
     assert act(**{**edge, "cost": 2.5, "sampled": False}, fold_wait=0.3) is Action.OPEN  # (away from the edge: it fits)
-    assert act(**{**edge, "recording": True}, fold_wait=0.3) is Action.NOTHING  # (an open one waits anyway)
+    # an open one pays that wait whenever it stops: recording on pays the step besides, so it closes here (on 2-ms
+    # steps a window recorded on to the edge with the wait left out, and its stop waited 0.4-1.5 s past the grace)
+    assert act(**{**edge, "recording": True}, fold_wait=0.3) is Action.CLOSE
+    assert act(**{**edge, "recording": True, "cost": 2.5}, fold_wait=0.3) is Action.NOTHING
     # (the fixed cost of an open window is in its projected cost already)
     assert act(**{**edge, "recording": True}, window_fixed=0.1) is Action.NOTHING
+
+
+def test_an_open_window_a_child_would_fold_leaves_room_for_its_fold() -> None:
+    """A program that ends after the next step waits for the open window's child (or folds it in its own time): on
+    2-ms steps with one torch thread the last window's child outlived the program by 1.3-3.2 s, own cost 4.0-5.9 s on
+    the 3-s grace."""
+    rec = {"recording": True, "at_step": True, "steps": 400, "whole_steps": 300, "rate": 2.0, "step_seconds": 0.002}
+    rec |= {"cost": 2.0, "program_seconds": 3.0, "window_cost": 0.4, "window_cpu": 0.5, "rate_reach": 0.3}
+    assert act(**rec) is Action.NOTHING  # folded inline: its projected cost is all of it
+    assert act(**rec, turnover_wait=0.5) is Action.NOTHING  # 2.0 + 0.5 fits 0.97 x 3.0
+    d = decide(Snapshot(**rec, turnover_wait=1.0), BUDGET)  # type: ignore[arg-type]
+    assert d.action is Action.CLOSE and d.held  # 2.0 + 1.0 does not
 
 
 def test_a_sampled_run_opens_no_window_before_the_last_one_has_folded() -> None:
@@ -97,8 +112,11 @@ def test_a_window_is_turned_over_only_where_the_next_ones_wait_for_its_fold_fits
     at_step = {**due, "at_step": True}
     assert act(**at_step) is Action.TURN_OVER  # folds inline (no wait): 2.6 + 0.08 x 0.7 fits
     assert act(**at_step, turnover_wait=0.1) is Action.TURN_OVER  # 2.6 + 0.09 + 0.02 + 0.06 fits 0.97 x 3.0
-    d = decide(Snapshot(**at_step, turnover_wait=0.4), BUDGET)  # type: ignore[arg-type]
+    # 2.42 + 0.4 (its own fold, whenever it stops) + 0.06 fits; turned over, the next stop waits 0.15 + 0.32 more
+    near = {**at_step, "cost": 2.42, "window_fixed": 0.15}
+    d = decide(Snapshot(**near, turnover_wait=0.4), BUDGET)  # type: ignore[arg-type]
     assert d.action is Action.NOTHING and not d.held and "turnover would wait" in d.reason  # records on
+    assert act(**at_step, turnover_wait=0.4) is Action.CLOSE  # 2.6 + 0.4: its own fold no longer fits
     assert act(**due, turnover_wait=0.4) is Action.NOTHING  # nor inside a step (the boundary decides)
     assert act(**due, turnover_wait=0.1) is Action.TURN_OVER
     assert act(**{**at_step, "cost": 1.0}, turnover_wait=0.4) is Action.TURN_OVER  # far from the edge
@@ -168,8 +186,8 @@ def test_a_window_far_longer_than_any_measured_turns_over_at_a_step_boundary() -
     assert act(**early, window_cpu=0.15, rate_reach=0.05) is Action.NOTHING  # within 4x
     assert act(**{**early, "window_cost": 0.2}, window_cpu=0.25, rate_reach=0.05) is Action.NOTHING  # cheap yet
     assert act(**early, window_cpu=0.25, rate_reach=0.0) is Action.NOTHING  # (the rate is assumed: no reach)
-    # a turnover that would fold in a child the next stop waits for past the budget: the window records on
-    assert act(**early, window_cpu=0.25, rate_reach=0.05, turnover_wait=2.5) is Action.NOTHING
+    # a window whose child would fold past the budget closes (its fold is paid whenever it stops)
+    assert act(**early, window_cpu=0.25, rate_reach=0.05, turnover_wait=2.5) is Action.CLOSE
     assert act(**early, window_cpu=0.25, rate_reach=0.05, turnover_wait=0.5) is Action.TURN_OVER
 
 

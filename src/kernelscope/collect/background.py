@@ -66,6 +66,15 @@ MEMORY_SHARE = 0.5
 # What one copy-on-write fault costs the program (a page copied, or made writable again): see the docstring.
 FAULT_SECONDS = 2.2e-6
 FREE_RATE_SECONDS = 0.5  # seconds without a child after which the program's own fault rate is known
+# How long a child folds a window, per second torch's stop of it took in the program, before a child has been
+# measured. Both grow with the window's events (the stop post-processes them, the fold reads them through torch's
+# bindings), where the window's CPU time does not: a 2-ms-step program's windows hold ten times the events a CPU
+# second of its set-up does. On the 2-core VM children took 1.1-2.0x their window's stop (nanoGPT, 2-ms steps),
+# and 0.8-4.6 s per CPU second of the window (benchmarks/README.md, "How long a child folds")
+FOLD_PER_STOP = 2.0
+FOLD_PER_CPU = 1.5  # the same per CPU second of the window, for a window not stopped yet
+MEASURED_STOP = 0.05  # torch's stop took this long at least: the child's time is mostly its window's, not fixed
+MEASURED_CPU = 0.1  # the same for a window's CPU seconds
 # the folder's own attributes that live in the parent (callbacks, samplers, hooks): never sent back
 _PARENT_ONLY = frozenset({"events", "threads", "native", "scope_metrics"})
 _EVENTS_PARENT_ONLY = frozenset({"module_path"})
@@ -92,6 +101,7 @@ class Child:
     adopt: Callable[[Folded | None, str | None, float], None]  # the recorder's bookkeeping once the window is in
     started: float = 0.0  # perf_counter when it was forked
     window_cpu: float = 0.0  # the CPU seconds of the window it folds
+    stop: float = 0.0  # the wall seconds torch's stop of that window took in the program
     faults: int = 0  # the process's minor faults when it was forked
 
 
@@ -107,6 +117,8 @@ class BackgroundFold:
         self._fold_wall = 0.0  # the children's wall seconds folding ...
         self._fold_window_cpu = 0.0  # ... for windows of this many CPU seconds
         self._fold_cpu = 0.0  # the children's CPU seconds folding those windows
+        self._stop_fold = 0.0  # the children's wall seconds folding ...
+        self._stop = 0.0  # ... windows whose stops took this many seconds
         self.cow = 0.0  # seconds of copy-on-write faults charged (see the docstring)
         self.last_cow: float | None = None  # ... for the last fork
         # since when no child runs (counted from the first child's end: set-up allocates at a rate of its own)
@@ -161,9 +173,10 @@ class BackgroundFold:
         fold: Callable[[], Folded],
         adopt: Callable[[Folded | None, str | None, float], None],
         window_cpu: float = 0.0,
+        stop: float = 0.0,
     ) -> bool:
-        """Run ``fold`` in a child (of a window of ``window_cpu`` CPU seconds); False (nothing started) when the
-        process could not fork."""
+        """Run ``fold`` in a child (of a window of ``window_cpu`` CPU seconds, whose stop took ``stop`` seconds);
+        False (nothing started) when the process could not fork."""
         self.settle()
         try:
             if self._dir is None:
@@ -182,7 +195,7 @@ class BackgroundFold:
             self._free_seconds += now - self._free[0]
             self._free_faults += faults - self._free[1]
             self._free = None
-        self.child = Child(pid, path, adopt, now, window_cpu, faults)
+        self.child = Child(pid, path, adopt, now, window_cpu, stop, faults)
         self.windows += 1
         return True
 
@@ -198,18 +211,20 @@ class BackgroundFold:
         if done:
             self._adopt(c, status)
 
-    def fold_seconds(self, window_cpu: float) -> float:
-        """How long a child takes to fold a window of ``window_cpu`` CPU seconds, from how long children took per
-        CPU second of their windows (1.5 before one has finished)."""
-        per_cpu = self._fold_wall / self._fold_window_cpu if self._fold_window_cpu > 0 else 1.5
-        return per_cpu * window_cpu
+    def fold_seconds(self, window_cpu: float, stop: float = 0.0) -> float:
+        """How long a child takes to fold a window of ``window_cpu`` CPU seconds: where its stop took ``stop``
+        seconds, from how long children took per second of their windows' stops (``FOLD_PER_STOP`` before one was
+        measured); for a window not stopped yet, per CPU second of their windows (``FOLD_PER_CPU``)."""
+        if stop > 0:
+            return stop * (self._stop_fold / self._stop if self._stop > 0 else FOLD_PER_STOP)
+        return window_cpu * (self._fold_wall / self._fold_window_cpu if self._fold_window_cpu > 0 else FOLD_PER_CPU)
 
     def expected_wait(self) -> float:
         """How long stopping a window now would wait for the child still folding."""
         c = self.child
         if c is None:
             return 0.0
-        return max(self.fold_seconds(c.window_cpu) - (time.perf_counter() - c.started), 0.0)
+        return max(self.fold_seconds(c.window_cpu, c.stop) - (time.perf_counter() - c.started), 0.0)
 
     def settle(self) -> None:
         """Wait for the child, if one runs, and adopt its window."""
@@ -250,10 +265,13 @@ class BackgroundFold:
             why, folded = f"the background fold failed ({folded.error})", None
         if folded is not None:
             self.cpu += folded.cpu
-            if c.window_cpu >= 0.2:  # (a short window's child is mostly its fixed cost)
+            if c.window_cpu >= MEASURED_CPU:  # (a short window's child is mostly its fixed cost)
                 self._fold_wall += folded.wall
                 self._fold_cpu += folded.cpu
                 self._fold_window_cpu += c.window_cpu
+            if c.stop >= MEASURED_STOP:
+                self._stop_fold += folded.wall
+                self._stop += c.stop
             share = folded.cpu / folded.wall if folded.wall > 0 else 1.0
             if folded.wall >= 0.05 and share < FREE_CORE_SHARE:
                 self.off = (

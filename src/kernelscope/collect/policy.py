@@ -247,10 +247,13 @@ def _at_step(s: Snapshot, budget: Budget) -> Decision:
     step = _step_estimate(s)
     if s.step_high is not None:  # (a step that overruns what was allowed for it is cut: see decide)
         step = max(step, STEP_MARGIN * s.step_high)
-    # a window opened now costs its fixed part, and stopping it after this step waits for the last window's
-    # fold if that is still running (at the budget's edge windows are short). An open window pays that wait
-    # whenever it stops: closing it sooner saves nothing of it
-    extra = 0.0 if s.recording else s.window_fixed + max(s.fold_wait - step, 0.0)
+    # stopping a window after this step waits for the last window's fold if that is still running (at the budget's
+    # edge windows are short), and a window opened now costs its fixed part besides. An open window pays that wait
+    # whenever it stops (closing it sooner saves nothing of it), but the wait is paid: left out, a 0.78-s window of
+    # 2-ms steps recorded on to the budget's edge and its stop waited 0.4-1.5 s for the child before it
+    # An open window a child would fold is a debt besides: a program that ends after this step waits for that child
+    # (or folds the window in its own time): on 2-ms steps the last window's child outlived the program by 1.3-3.2 s
+    extra = max(s.fold_wait - step, 0.0) + (s.turnover_wait if s.recording else s.window_fixed)
     fits = _step_fits(s, budget, step, extra)
     if fits and s.recording and not _turnover_fits(s, budget, step) and not _owed(s, budget):
         # (the window records on unturned: its stop then waits for no child, and its fold is projected in)
@@ -262,10 +265,11 @@ def _at_step(s: Snapshot, budget: Budget) -> Decision:
     if fits or _owed(s, budget):
         why = "one more whole step fits the budget" if fits else "one of the first whole steps"
         return _keep(s, why) if s.recording else Decision(Action.OPEN, why)
-    if s.recording and _outgrown(s) and not s.folding:
+    if s.recording and _outgrown(s) and not s.folding and s.turnover_wait <= 0:
         # (projected from windows a quarter of its length or less: the README example's set-up windows, 0.1 s of
         # CPU, priced its steps' 0.9-s window at 1.8 s where it cost 0.2, and beside a busy neighbour the run
-        # recorded 3 or 4 of its 5 steps)
+        # recorded 3 or 4 of its 5 steps. Only a window that folds inline anyway: one a child would fold costs its
+        # fold besides, here and now, twice its stop: a 0.77-s window of 2-ms steps took 4.2 s)
         why = "the next step would overrun the budget as projected from far shorter windows: measuring this one"
         return Decision(Action.TURN_OVER, why, measure=True)
     why = "the next step would overrun the budget"

@@ -13,6 +13,7 @@ the carrying out of the decision where it is safe (safepoint.py).
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import sys
 import time
@@ -554,12 +555,14 @@ class Session:
 
     def _reopens(self) -> bool:
         """After a turnover's close at a step boundary, with the closed window's cost now measured (folded here, not
-        in a child), is the next window still worth opening? The policy is asked again: a step it would no longer
-        open for is not recorded at all, rather than cut inside once the window's cost shows."""
+        in a child), does recording still go on? The policy is asked again, as of a window open here (a turnover goes
+        on recording: asked as of none, the first steps, of no measured length yet, were priced at the program's
+        time so far and the README example lost its second step): a step it would close for is not recorded at
+        all, rather than cut inside once the window's cost shows."""
         if not self._at_step or self._behind is not None or self.budget.off:
             return True
-        again = decide(self.snapshot(), self.budget)
-        if again.action is Action.OPEN:
+        again = decide(dataclasses.replace(self.snapshot(), recording=True), self.budget)
+        if again.action is not Action.CLOSE:
             return True
         self.last_decision = again
         self.log.closed(at_step=True)
