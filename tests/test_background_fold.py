@@ -216,6 +216,45 @@ def test_a_forks_copy_on_write_faults_are_charged_and_weighed_against_folding_in
     assert b.worth(2 * cow / per_cpu) and not b.worth(0.5 * cow / per_cpu)
 
 
+def test_a_copy_of_the_program_forked_while_a_child_folds_leaves_its_window_to_the_program() -> None:
+    """A DataLoader's workers are copies of the program forked while a child may fold: they run the session's hooks,
+    and two workers took the child's window in (read and deleted its result) before the program could, which then
+    lost it (the live matrix's DataLoader cell, 2 of 4 runs with every op recorded)."""
+    import time
+
+    from kernelscope.collect import background
+
+    b = background.BackgroundFold()
+    adopted: list[tuple[Any, Any]] = []
+
+    def fold() -> Any:
+        time.sleep(0.2)
+        return background.Folded(events=7, folder={}, converter={})
+
+    assert b.fork(fold, lambda folded, why, cow: adopted.append((folded, why)), window_cpu=0.1, stop=0.05)
+    assert b.expected_wait() > 0  # (0.05 s of stop: ~0.1 s of fold before any child was measured)
+    copy = os.fork()
+    if copy == 0:  # a worker: it polls and settles as the program's hooks would, and must leave the window alone
+        code = 1
+        try:
+            time.sleep(0.4)  # (the child is done by now)
+            b.poll()
+            b.settle()
+            b.close()  # (the program's folder is the program's to remove)
+            code = 0 if not adopted and b.child is None and b.off else 3
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(copy, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    b.settle()
+    ((folded, why),) = adopted
+    assert why is None and folded.events == 7
+    folder = b._dir
+    assert folder is not None and os.path.isdir(folder)
+    b.close()
+    assert not os.path.exists(folder)
+
+
 def test_taking_a_window_in_at_a_checkpoint_is_kernelscopes_cost(monkeypatch: pytest.MonkeyPatch) -> None:
     """A window whose child finished is taken in at the program's next checkpoint (``Recorder.poll``): reading the
     child's result and merging it is kernelscope's time, though no stop's time holds it."""

@@ -103,6 +103,7 @@ class Child:
     window_cpu: float = 0.0  # the CPU seconds of the window it folds
     stop: float = 0.0  # the wall seconds torch's stop of that window took in the program
     faults: int = 0  # the process's minor faults when it was forked
+    parent: int = 0  # the process that forked it: only that one takes its window in
 
 
 class BackgroundFold:
@@ -126,6 +127,7 @@ class BackgroundFold:
         self._free_seconds = 0.0  # seconds without a child ...
         self._free_faults = 0  # ... and the faults the program took in them
         self._dir: str | None = None
+        self._dir_owner = 0  # the process that made it (a forked copy of the program leaves it alone)
 
     @property
     def busy(self) -> bool:
@@ -180,7 +182,7 @@ class BackgroundFold:
         self.settle()
         try:
             if self._dir is None:
-                self._dir = tempfile.mkdtemp(prefix="kernelscope-fold-")
+                self._dir, self._dir_owner = tempfile.mkdtemp(prefix="kernelscope-fold-"), os.getpid()
             path = os.path.join(self._dir, f"window-{self.windows}.pickle")
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)  # (3.12+: fork of a threaded process)
@@ -195,14 +197,14 @@ class BackgroundFold:
             self._free_seconds += now - self._free[0]
             self._free_faults += faults - self._free[1]
             self._free = None
-        self.child = Child(pid, path, adopt, now, window_cpu, stop, faults)
+        self.child = Child(pid, path, adopt, now, window_cpu, stop, faults, os.getpid())
         self.windows += 1
         return True
 
     def poll(self) -> None:
         """Adopt the child's window if it has finished; never waits."""
         c = self.child
-        if c is None:
+        if c is None or self._forked_copy(c):
             return
         try:
             done, status = os.waitpid(c.pid, os.WNOHANG)
@@ -229,7 +231,7 @@ class BackgroundFold:
     def settle(self) -> None:
         """Wait for the child, if one runs, and adopt its window."""
         c = self.child
-        if c is None:
+        if c is None or self._forked_copy(c):
             return
         t0 = time.perf_counter()
         status = -1
@@ -238,11 +240,21 @@ class BackgroundFold:
         self.waited += time.perf_counter() - t0
         self._adopt(c, status)
 
+    def _forked_copy(self, c: Child) -> bool:
+        """Is this a copy of the program forked after ``c`` was (a DataLoader worker, a ``multiprocessing`` process)?
+        Such a copy runs the session's hooks too: taking the child's window in there, a DataLoader's two workers read
+        and deleted its result before the program could, and the window was lost. The copy forgets the child and its
+        folder (the program removes it), and folds its own windows inline."""
+        if c.parent == os.getpid():
+            return False
+        self.child, self._dir, self.off = None, None, self.off or "a forked copy of the program: windows fold inline"
+        return True
+
     def close(self) -> None:
         self.settle()
-        if self._dir is not None:
+        if self._dir is not None and self._dir_owner == os.getpid():
             shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
+        self._dir = None
 
     def _adopt(self, c: Child, status: int) -> None:
         self.child = None
