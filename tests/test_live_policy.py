@@ -161,6 +161,23 @@ def test_the_fixed_cost_of_a_close_is_the_intercept_of_the_steps_windows() -> No
     assert a.projected(0.5) == pytest.approx(a.cost + 0.15 + 0.5 * a.rate)
 
 
+def test_a_window_a_child_folds_prices_the_next_at_least_at_its_stop() -> None:
+    """A child's result comes in only once it is done (1-1.4 s on 2-ms steps): until then the rate is at least what
+    the window's stop cost a CPU second, where that is dearer than the windows before it; then it is measured."""
+    a = Accounts(BUDGET, clock=FakeClock(), cpu_clock=FakeCPU())
+    a.steps_began()
+    a.window_closed(window=0.1, cpu=0.1, events=0, op_seconds=0.1, closing=Spend(0.2, 0.2))  # a warm-up window
+    assert a.rate == pytest.approx(2.0)
+    a.window_stopped(cpu=0.3, closing=Spend(0.9, 0.9), fixed=0.0)  # its stop alone: 3.0 a CPU second
+    assert a.rate == pytest.approx(3.0)
+    a.window_closed(window=0.3, cpu=0.3, events=0, op_seconds=0.3, closing=Spend(1.2, 1.2))  # its child is done
+    assert a.rate == pytest.approx(4.0)  # (the last window's, dearer than the mean)
+    a.window_stopped(cpu=0.3, closing=Spend(0.3, 0.3), fixed=0.0)  # a cheaper stop does not lower it
+    assert a.rate == pytest.approx(4.0)
+    a.window_stopped(cpu=0.01, closing=Spend(5.0, 5.0), fixed=0.0)  # nor does a window too short to tell raise it
+    assert a.rate == pytest.approx(4.0)
+
+
 def test_the_first_whole_steps_are_owed_when_one_step_fits_the_grace() -> None:
     owed = {"recording": True, "at_step": True, "steps": 1, "cost": 2.9, "rate": 2.0, "step_seconds": 1.0}
     assert act(**owed, whole_steps=0) is Action.NOTHING  # 2.9 + 2 > 3, but one of the first three

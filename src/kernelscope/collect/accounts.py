@@ -203,6 +203,9 @@ class Accounts:
         # closing any window costs (forking, collecting, torch's own fixed part), which a short window at the
         # budget's edge does not amortize (nanoGPT: 0.15 s to close a one-step window, 0.08 s at the mean rate)
         self._fit = [0, 0.0, 0.0, 0.0, 0.0]
+        # the rate of a window a child still folds, from its stop alone (the least it will cost): until the child is
+        # done, the rate is at least this
+        self._stopped_rate = 0.0
         self.holds = 0
         self.held_seconds = 0.0
         self.held_steps = 0
@@ -254,10 +257,20 @@ class Accounts:
     @property
     def rate(self) -> float:
         """kernelscope's CPU cost per CPU second of the program recorded: measured, once enough was recorded;
-        once its steps have been, on them alone."""
+        once its steps have been, on them alone; never less than what the stop of a window a child still folds
+        cost a second."""
         if self._steps.trusted:
-            return self._steps.rate
-        return self._run.rate if self._run.trusted else ASSUMED_RATE
+            measured = self._steps.rate
+        else:
+            measured = self._run.rate if self._run.trusted else ASSUMED_RATE
+        return max(measured, self._stopped_rate)
+
+    def window_stopped(self, *, cpu: float, closing: Spend, fixed: float = 0.0) -> None:
+        """A window of ``cpu`` CPU seconds was stopped and a child folds it: what its stop cost (``closing``, charged)
+        is known now, the rest once the child is done (``window_closed``). A child's result came in 1-1.4 s after
+        the stop on 2-ms steps, while the next window recorded on at the rate of the windows before it (the
+        program's warm-up), 0.4-0.8 s of own cost under what its stop came to."""
+        self._stopped_rate = max(closing.cpu - fixed, 0.0) / cpu if cpu >= TRUSTED_SECONDS else 0.0
 
     def window_closed(
         self,
@@ -274,6 +287,7 @@ class Accounts:
         and folded (``closing``, already charged); ``fixed``: the CPU seconds opening it took (stopping one has
         about the same fixed part), left out of the rate; ``lost``: torch could not post-process it, so none of
         its time counts as recorded."""
+        self._stopped_rate = 0.0  # (its figures are in: the rate measured on them replaces it)
         recording = min(events * RECORD_COST_PER_EVENT, max(min(window, cpu) - op_seconds, 0.0))
         self.recording += recording
         if not lost:

@@ -606,6 +606,7 @@ class Session:
             self._busy = busy
         if closed.pending:  # folding in the background: the figures come to _folded_behind
             self._behind = (closing, self._opened, self.log.window_from)
+            self.accounts.window_stopped(cpu=closed.cpu, closing=closing, fixed=self._opened)
         else:
             self._window_folded(closed, closing, self._opened, None)
         if not turnover:
