@@ -70,7 +70,7 @@ FREE_RATE_SECONDS = 0.5  # seconds without a child after which the program's own
 # measured. Both grow with the window's events (the stop post-processes them, the fold reads them through torch's
 # bindings), where the window's CPU time does not: a 2-ms-step program's windows hold ten times the events a CPU
 # second of its set-up does. On the 2-core VM children took 1.1-2.0x their window's stop (nanoGPT, 2-ms steps),
-# and 0.8-4.6 s per CPU second of the window (benchmarks/README.md, "How long a child folds")
+# and 0.8-4.6 s per CPU second of the window (benchmarks/README.md, "What a stop pays on top of its projection")
 FOLD_PER_STOP = 2.0
 FOLD_PER_CPU = 1.5  # the same per CPU second of the window, for a window not stopped yet
 MEASURED_STOP = 0.05  # torch's stop took this long at least: the child's time is mostly its window's, not fixed
