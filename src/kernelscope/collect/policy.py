@@ -20,6 +20,9 @@ The default policy, with ``fraction`` f and ``grace`` g (``Budget``):
 - **Measured as it goes**: an open window turns over at a step boundary once it is far longer than any window
   the rate was measured on, or (folding inline) once its projection passes a third of what the allowance leaves;
   the session then asks again, with the cost measured, before the next window opens.
+- **Debts**: a stop pays besides its projection the wait for the last window's child, if it still folds, and a
+  window a child would fold costs its fold if the program ends after the step; at each boundary (and before the
+  first step) the budget holds room for both (``fold_wait``, ``turnover_wait``).
 - A short program is recorded whole: when everything costs less than the grace nothing is ever held.
 
 ``fraction`` 0 turns the budget off (record everything the plan asks for).
