@@ -29,6 +29,11 @@ ASSUMED_RATE = 2.5
 # (bench_budget.py), bounded per window by the window's time outside its ops.
 RECORD_COST_PER_EVENT = 0.4e-6
 TRUSTED_SECONDS = 0.05  # recorded seconds after which the measured rate replaces the assumed one
+# What a second of a window without shapes costs against one of the shape sample, before one of its kind was
+# measured: recording shapes about doubles torch's stop and adds half to the fold (nanoGPT, 6-step windows: stop
+# 0.20-0.31 s against 0.38-0.66 s, fold 0.38-0.46 s against 0.62-0.84 s; benchmarks/README.md, "The steps' rate
+# after the shape sample"). Priced at the sample's own rate, the first windows after it were cut half-way
+PLAIN_PER_SHAPED = 0.6
 
 
 @dataclass
@@ -196,9 +201,11 @@ class Accounts:
         self.fixed = 0.0  # the fixed CPU cost of stopping a window, as the last one measured it
         self._run = _Rates()  # every window's cost per CPU second recorded
         # the same, of the windows closed since the program's first step boundary: set-up (a phase of Python
-        # calls, tokenizing a corpus) can cost ten times a step to record, and would hold the steps back long after
+        # calls, tokenizing a corpus) can cost ten times a step to record, and would hold the steps back long after;
+        # apart for windows with shapes (the sample) and without, and ``shaping`` says which kind is priced
         self._in_steps = False
-        self._steps = _Rates()
+        self._steps = {False: _Rates(), True: _Rates()}
+        self.shaping = False
         # closing cost against window CPU over the steps' windows (n, Σx, Σy, Σx², Σxy): its intercept is what
         # closing any window costs (forking, collecting, torch's own fixed part), which a short window at the
         # budget's edge does not amortize (nanoGPT: 0.15 s to close a one-step window, 0.08 s at the mean rate)
@@ -206,6 +213,7 @@ class Accounts:
         # the rate of a window a child still folds, from its stop alone (the least it will cost): until the child is
         # done, the rate is at least this
         self._stopped_rate = 0.0
+        self._stopped_shapes = False
         self.holds = 0
         self.held_seconds = 0.0
         self.held_steps = 0
@@ -254,23 +262,34 @@ class Accounts:
         """The program's first step boundary: from here the rate is measured on the windows of its steps."""
         self._in_steps = True
 
+    def _scale(self, shapes: bool) -> float:
+        """What a second of a window of ``shapes``' kind costs against one of the kind priced (``shaping``)."""
+        if shapes == self.shaping:
+            return 1.0
+        return PLAIN_PER_SHAPED if shapes else 1 / PLAIN_PER_SHAPED
+
     @property
     def rate(self) -> float:
-        """kernelscope's CPU cost per CPU second of the program recorded: measured, once enough was recorded;
-        once its steps have been, on them alone; never less than what the stop of a window a child still folds
-        cost a second."""
-        if self._steps.trusted:
-            measured = self._steps.rate
+        """kernelscope's CPU cost per CPU second of the program recorded, in a window of the kind ``shaping`` says:
+        measured, once enough was recorded; once its steps have been, on them alone, on windows of its kind where
+        one was measured (else the other kind's, scaled by ``PLAIN_PER_SHAPED``); never less than what the stop of
+        a window a child still folds cost a second."""
+        own, other = self._steps[self.shaping], self._steps[not self.shaping]
+        if own.trusted:
+            measured = own.rate
+        elif other.trusted:
+            measured = other.rate * self._scale(not self.shaping)
         else:
             measured = self._run.rate if self._run.trusted else ASSUMED_RATE
-        return max(measured, self._stopped_rate)
+        return max(measured, self._stopped_rate * self._scale(self._stopped_shapes))
 
-    def window_stopped(self, *, cpu: float, closing: Spend, fixed: float = 0.0) -> None:
+    def window_stopped(self, *, cpu: float, closing: Spend, fixed: float = 0.0, shapes: bool = False) -> None:
         """A window of ``cpu`` CPU seconds was stopped and a child folds it: what its stop cost (``closing``, charged)
         is known now, the rest once the child is done (``window_closed``). A child's result came in 1-1.4 s after
         the stop on 2-ms steps, while the next window recorded on at the rate of the windows before it (the
         program's warm-up), 0.4-0.8 s of own cost under what its stop came to."""
         self._stopped_rate = max(closing.cpu - fixed, 0.0) / cpu if cpu >= TRUSTED_SECONDS else 0.0
+        self._stopped_shapes = shapes
 
     def window_closed(
         self,
@@ -282,11 +301,12 @@ class Accounts:
         closing: Spend,
         fixed: float = 0.0,
         lost: bool = False,
+        shapes: bool = False,
     ) -> None:
         """A window open ``window`` wall and ``cpu`` CPU seconds, holding ``op_seconds`` of op time, was stopped
         and folded (``closing``, already charged); ``fixed``: the CPU seconds opening it took (stopping one has
         about the same fixed part), left out of the rate; ``lost``: torch could not post-process it, so none of
-        its time counts as recorded."""
+        its time counts as recorded; ``shapes``: it recorded shapes."""
         self._stopped_rate = 0.0  # (its figures are in: the rate measured on them replaces it)
         recording = min(events * RECORD_COST_PER_EVENT, max(min(window, cpu) - op_seconds, 0.0))
         self.recording += recording
@@ -298,7 +318,7 @@ class Accounts:
         self._run.add(cost, cpu)
         self.fixed = fixed
         if self._in_steps:
-            self._steps.add(cost, cpu)
+            self._steps[shapes].add(cost, cpu)
             if not lost:
                 f = self._fit
                 f[0] += 1
@@ -330,8 +350,11 @@ class Accounts:
     @property
     def rate_reach(self) -> float:
         """The CPU seconds of the longest window ``rate`` was measured on (0 while it is assumed)."""
-        if self._steps.trusted:
-            return self._steps.largest
+        own, other = self._steps[self.shaping], self._steps[not self.shaping]
+        if own.trusted:
+            return own.largest
+        if other.trusted:
+            return other.largest
         return self._run.largest if self._run.trusted else 0.0
 
     @property

@@ -45,6 +45,7 @@ class Closed:
     cow: float = 0.0  # seconds of copy-on-write faults its child's fork cost the program (background.py)
     # seconds taking it in after its child, where no stop's own time holds them (a checkpoint's poll)
     adopt: float = 0.0
+    shapes: bool = False  # it recorded shapes (the sample): torch's stop and the fold cost about twice as much
 
 
 class Recorder:
@@ -199,7 +200,8 @@ class Recorder:
         ops = 0.0
         pending = False
         if lost is None and not inline and self._can_fold_behind(window, cpu):
-            pending = self._fold_behind(prof.kineto_results, Closed(window, cpu, 0, 0.0), snapshots, stopped)
+            closed = Closed(window, cpu, 0, 0.0, shapes=self.sampling.window_shapes)
+            pending = self._fold_behind(prof.kineto_results, closed, snapshots, stopped)
         if lost is None and not pending:
             ops0 = self._op_seconds()
             events = self._fold(
@@ -224,7 +226,9 @@ class Recorder:
         self._collect()
         self._paused(begun_ns)
         self.sampling.resumed(time.perf_counter())
-        return Closed(window, cpu, events, ops, lost=lost is not None, pending=pending)
+        return Closed(
+            window, cpu, events, ops, lost=lost is not None, pending=pending, shapes=self.sampling.window_shapes
+        )
 
     def _can_fold_behind(self, window: float, cpu: float) -> bool:
         """May this window fold in a child? Not a short one (forking costs more than folding it), nor one whose
@@ -279,7 +283,7 @@ class Recorder:
             note = f"a recorded window is lost: {why}; later windows fold in the program's process"
             if note not in self.warnings:
                 self.warnings.append(note)
-            final = Closed(closed.window, closed.cpu, 0, 0.0, lost=True, cow=closed.cow)
+            final = Closed(closed.window, closed.cpu, 0, 0.0, lost=True, cow=closed.cow, shapes=closed.shapes)
         else:
             ops0 = self._op_seconds()
             adopt_state(self.folder, folded.folder, folded.converter)
@@ -292,7 +296,8 @@ class Recorder:
             self.device_run = self.folder.device_run
             self._uncollected += folded.events
             self.sampling.folded(self.folder.builder, snapshots)
-            final = Closed(closed.window, closed.cpu, folded.events, self._op_seconds() - ops0, cow=closed.cow)
+            ops = self._op_seconds() - ops0
+            final = Closed(closed.window, closed.cpu, folded.events, ops, cow=closed.cow, shapes=closed.shapes)
         if self._polled_at is not None:  # (reading the child's result included)
             final = dataclasses.replace(final, adopt=time.perf_counter() - self._polled_at)
         if self.on_folded is not None:

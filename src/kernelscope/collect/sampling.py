@@ -53,8 +53,13 @@ class Sampling:
         if self._resumed_at is not None and now - self._resumed_at > GAP_SECONDS:
             self._gap = True
             self._boundaries = 0  # (the steps in the sample are whole only with no gap between)
-        self.window_shapes = self.shapes == "all" or (self.shapes == "sample" and not self.done)
+        self.window_shapes = self.next_shapes
         self.window_memory = self.memory == "all" or (self.memory == "sample" and not self.done and not self._gap)
+
+    @property
+    def next_shapes(self) -> bool:
+        """Would a window opened now record shapes?"""
+        return self.shapes == "all" or (self.shapes == "sample" and not self.done)
 
     def step(self, recording: bool) -> None:
         """A step boundary, with a window open or not."""

@@ -444,6 +444,8 @@ class Session:
         r = self.recorder
         age = r.age()
         window_cpu = r.cpu_age()
+        # (the rate of the kind of window that records the next step: the open one, or the one that would open)
+        self.accounts.shaping = self.sampling.window_shapes if r.open else self.sampling.next_shapes
         cost = self.accounts.projected(window_cpu)
         fold_due = r.open and (
             age >= self.options.fold_seconds
@@ -606,7 +608,7 @@ class Session:
             self._busy = busy
         if closed.pending:  # folding in the background: the figures come to _folded_behind
             self._behind = (closing, self._opened, self.log.window_from)
-            self.accounts.window_stopped(cpu=closed.cpu, closing=closing, fixed=self._opened)
+            self.accounts.window_stopped(cpu=closed.cpu, closing=closing, fixed=self._opened, shapes=closed.shapes)
         else:
             self._window_folded(closed, closing, self._opened, None)
         if not turnover:
@@ -637,6 +639,7 @@ class Session:
             closing=closing,
             fixed=fixed,
             lost=closed.lost,
+            shapes=closed.shapes,
         )
         if closed.lost:
             self.log.lost(window_from)
