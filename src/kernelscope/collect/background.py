@@ -9,7 +9,8 @@ the program runs on at once. The next stop, the finalize and any reader of the t
 state (``settle``); between them the session polls (``poll``) so that the accounts learn each window's figures
 soon after it folded.
 
-One child at a time, so the folder's state is always the parent's plus at most one window. A child that fails
+One child at a time, so the folder's state is always the parent's plus at most one window (a window stopped
+meanwhile waits its turn in the recorder: recorder.py). A child that fails
 loses its window (said in a warning, counted as a lost window) and background folding stops for the run. So it
 does where no core is free:
 - a process with one core;

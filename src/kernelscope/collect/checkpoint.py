@@ -154,7 +154,9 @@ def _snapshot(session: LiveRun, run: dict[str, Any]) -> Profile:
         metadata = {"tool": "kernelscope", "source": {"format": "torch-live"}, "command": session.argv}
         metadata["warnings"] = [f"checkpoint metadata incomplete ({type(exc).__name__})"]
     metadata[ENDED_ABRUPTLY] = abrupt_mark(_wall_start(session), session.windows, session.steps)
-    b = session.builder
+    # (the windows taken in so far: one still folding in the background, or waiting its turn, is not waited for;
+    # read through ``session.builder`` the checkpoint after a child's window folded the next one in the program)
+    b = session.recorder.folder.builder
     for metric in ("time_ns", "cpu_time_ns", "count"):
         b.ensure_metric(metric)
     return prune_empty(b.build(metadata))

@@ -94,7 +94,7 @@ def session_metadata(s: LiveRun, run: dict[str, Any] | None = None) -> dict[str,
             "paused_for_compiling": s.compile_pauses,
             "last_decision": s.last_decision.reason,
             "own_ns": [list(g) for g in r.own_ns],  # kernelscope holding the program (collect/recorder.py)
-            "fold": r.background.metadata() if r.background is not None else "inline",
+            "fold": {**r.background.metadata(), "queued": r.queued} if r.background is not None else "inline",
         },
         "coverage": _coverage(s),
         "device_run": r.device_run,

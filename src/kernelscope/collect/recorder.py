@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import os
 import sys
 import time
 from collections import deque
@@ -46,6 +47,20 @@ class Closed:
     # seconds taking it in after its child, where no stop's own time holds them (a checkpoint's poll)
     adopt: float = 0.0
     shapes: bool = False  # it recorded shapes (the sample): torch's stop and the fold cost about twice as much
+    forked: float = 0.0  # seconds forking its child took at a checkpoint, after the window had waited its turn
+
+
+@dataclass
+class _Queued:
+    """A window stopped while a child still folded the one before: folded once that child is done."""
+
+    results: Any  # torch's results
+    closed: Closed
+    snapshots: tuple[bool, bool]
+    stopped: float  # the wall seconds torch's stop of it took
+    chain: Chain
+    split: Split | None
+    pid: int  # the process that stopped it (a forked copy of the program drops it)
 
 
 class Recorder:
@@ -87,6 +102,11 @@ class Recorder:
         self._frozen = False  # the objects older than the open window are frozen (see _collect)
         self._polled_at: float | None = None  # (perf_counter) a checkpoint is taking a finished window in
         self._results_behind: Any = None  # torch's results of the window a child folds, freed once it is done
+        # a window stopped while a child folded the one before: it waits its turn instead of its stop waiting for
+        # the child (word_lm's set-up: a close waited 0.94 s for the child of the window before it)
+        self._queued: _Queued | None = None
+        self._forked_at = 0.0  # seconds the checkpoint that handed it to a child took to fork (charged on its return)
+        self.queued = 0  # windows that waited their turn
         # windows folded in a forked child while the program runs on (background.py)
         self.background = BackgroundFold() if background else None
         self.on_folded: Callable[[Closed], None] | None = None  # a window folded in the background is in
@@ -98,18 +118,80 @@ class Recorder:
         return self.folder.builder
 
     def settle(self) -> None:
-        """Wait for a window folding in the background and take it in."""
+        """Wait for a window folding in the background and take it in; fold a window waiting its turn here (once no
+        window records: its fold would be recorded)."""
         if self.background is not None:
             self.background.settle()
+            if self._queued is not None and self.prof is None:
+                self._next(inline=True)
 
     def poll(self) -> None:
-        """Take in a window the background has finished folding, if any (never waits)."""
-        if self.background is not None and self.background.busy:
+        """Take in a window the background has finished folding, if any, and hand the window waiting its turn to a
+        child (never waits)."""
+        if self.background is not None and (self.background.busy or self._queued is not None):
             self._polled_at = time.perf_counter()
             try:
-                self.background.poll()
+                self._advance(wait=False)
             finally:
                 self._polled_at = None
+
+    def _advance(self, wait: bool) -> None:
+        """Take the child's window in (``wait``: waiting for it) and, with no window recording (a fork would copy a
+        recording profiler), hand the window waiting its turn to a child of its own."""
+        b = self.background
+        if b is None:
+            return
+        if wait:
+            b.settle()
+        else:
+            b.poll()
+        if self._queued is not None and not b.busy and self.prof is None:
+            self._next(inline=False)
+
+    @property
+    def folding(self) -> bool:
+        """Is a window still to be taken in from the background (folding in a child, or waiting its turn)?"""
+        return self.background is not None and (self.background.busy or self._queued is not None)
+
+    def expected_wait(self) -> float:
+        """How long stopping a window now would wait for the background: the child's remaining time, and the
+        fold of the window waiting its turn."""
+        if self.background is None:
+            return 0.0
+        q = self._queued
+        queued = self.background.fold_seconds(q.closed.cpu, q.stopped) if q is not None else 0.0
+        return self.background.expected_wait() + queued
+
+    def _next(self, inline: bool) -> None:
+        """The child is done: the window that waited its turn goes to a child of its own, or (``inline``: a stop or a
+        reader waits for the tree anyway; background folding has stopped) folds here."""
+        q, self._queued = self._queued, None
+        if q is None or q.pid != os.getpid():  # (a forked copy of the program: the program folds it)
+            return
+        t0 = time.perf_counter()
+        b = self.background
+        if (
+            not inline
+            and b is not None
+            and self._foldable_behind(q.closed.cpu)
+            and self._fold_behind(
+                q.results, q.closed, q.snapshots, q.stopped, shapes=q.closed.shapes, chain=q.chain, split=q.split
+            )
+        ):
+            self._results_behind = q.results
+            self._forked_at = time.perf_counter() - t0
+            return
+        ops0 = self._op_seconds()
+        events = self._fold(q.results, shapes=q.closed.shapes, continued=q.chain, split=q.split)
+        self.sampling.folded(self.folder.builder, q.snapshots)
+        q.results = None
+        self._uncollected += events
+        self._collect()
+        closed = dataclasses.replace(q.closed, events=events, op_seconds=self._op_seconds() - ops0)
+        if self._polled_at is not None:  # (here, not in a stop's own time)
+            closed = dataclasses.replace(closed, adopt=time.perf_counter() - t0)
+        if self.on_folded is not None:
+            self.on_folded(closed)
 
     @property
     def open(self) -> bool:
@@ -172,8 +254,8 @@ class Recorder:
 
     def stop(self, compile_entry: bool = False, inline: bool = False) -> Closed:
         """Stop the open window (``can_stop`` first) and fold it, in the background where it can be (then the
-        figures come through ``on_folded``); ``inline``: here and now (the last window)."""
-        self.settle()  # (the last window first: the folder's state goes window by window)
+        figures come through ``on_folded``; a window stopped while a child still folds the one before waits its
+        turn); ``inline``: here and now (the last window)."""
         prof, self.prof = self.prof, None
         begun_ns = time.time_ns()
         start = time.perf_counter()
@@ -199,9 +281,27 @@ class Recorder:
         events = 0
         ops = 0.0
         pending = False
+        shapes = self.sampling.window_shapes
+        # (torch's profiler is stopped first: what taking the last window in runs here would be recorded)
+        if not inline:
+            self._advance(wait=False)
         if lost is None and not inline and self._can_fold_behind(window, cpu):
-            closed = Closed(window, cpu, 0, 0.0, shapes=self.sampling.window_shapes)
-            pending = self._fold_behind(prof.kineto_results, closed, snapshots, stopped)
+            closed = Closed(window, cpu, 0, 0.0, shapes=shapes)
+            if self._queued is not None:  # (one waits its turn already: this stop waits for the child)
+                self._advance(wait=True)
+            if self.folding:  # (a child still folds the window before: this one waits its turn)
+                self._queued = _Queued(
+                    prof.kineto_results, closed, snapshots, stopped, self._chain, self._split, os.getpid()
+                )
+                self.compile_spans.clear()
+                self.queued += 1
+                pending = True
+            else:
+                pending = self._fold_behind(
+                    prof.kineto_results, closed, snapshots, stopped, shapes=shapes, chain=self._chain, split=self._split
+                )
+        if not pending:
+            self.settle()  # (folding here: the windows before first, window by window)
         if lost is None and not pending:
             ops0 = self._op_seconds()
             events = self._fold(
@@ -216,7 +316,7 @@ class Recorder:
         # copied first (a child shares them copy-on-write), and on 2-ms steps the free of a 170,000-event window
         # took 1.1 s beside its child against 0.3-0.5 s after it (nanoGPT's loop ran no faster either way; the
         # peak holds one more window's results)
-        if pending:
+        if pending and self._queued is None:
             self._results_behind = prof.kineto_results
         prof.kineto_results = None
         del prof
@@ -256,8 +356,17 @@ class Recorder:
             return 0.0
         return self.background.fold_seconds(cpu)
 
-    def _fold_behind(self, results: Any, closed: Closed, snapshots: tuple[bool, bool], stopped: float) -> bool:
-        shapes, chain, split = self.sampling.window_shapes, self._chain, self._split
+    def _fold_behind(
+        self,
+        results: Any,
+        closed: Closed,
+        snapshots: tuple[bool, bool],
+        stopped: float,
+        *,
+        shapes: bool,
+        chain: Chain,
+        split: Split | None,
+    ) -> bool:
         self.compile_spans.clear()
 
         def fold() -> Folded:  # (in the child)
@@ -300,6 +409,9 @@ class Recorder:
             final = Closed(closed.window, closed.cpu, folded.events, ops, cow=closed.cow, shapes=closed.shapes)
         if self._polled_at is not None:  # (reading the child's result included)
             final = dataclasses.replace(final, adopt=time.perf_counter() - self._polled_at)
+        if self._forked_at:  # (its child was forked at a checkpoint, after it waited its turn)
+            final = dataclasses.replace(final, forked=self._forked_at)
+            self._forked_at = 0.0
         if self.on_folded is not None:
             self.on_folded(final)
 
@@ -349,6 +461,7 @@ class Recorder:
         if self.background is not None:
             self.background.close()
         self._results_behind = None
+        self._queued = None
         self.threads.remove()
         if self._frozen:
             gc.unfreeze()

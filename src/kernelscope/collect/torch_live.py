@@ -79,7 +79,8 @@ class Session:
             self.sampling, self.safety, self.modules.path, self.scope_metrics, background=o.fold == "background"
         )
         self.recorder.on_folded = self._folded_behind
-        self._behind: tuple[Spend, float, int] | None = None  # a window folding in the background: its stop
+        # the windows folding in the background (in a child, or waiting their turn), oldest first: their stops
+        self._behind: deque[tuple[Spend, float, int]] = deque()
         self.step_source = StepDetector(self._count_step, self._restart_steps)
         self.imports = ImportWatch(self._import_starting)
         self.imported: list[str] = []  # the first modules imported while recording could run
@@ -468,8 +469,8 @@ class Session:
             step_high=max(self._step_times) if self._step_times else None,
             rate=self.accounts.wall_rate,
             window_fixed=self.accounts.window_fixed(),
-            folding=r.background is not None and r.background.busy,
-            fold_wait=r.background.expected_wait() if r.background is not None else 0.0,
+            folding=r.folding,
+            fold_wait=r.expected_wait(),
             turnover_wait=r.turnover_wait(),
             sampled=self.accounts.holds > 0,
             window_cost=cost - self.accounts.cost,
@@ -561,7 +562,7 @@ class Session:
         on recording: asked as of none, the first steps, of no measured length yet, were priced at the program's
         time so far and the README example lost its second step): a step it would close for is not recorded at
         all, rather than cut inside once the window's cost shows."""
-        if not self._at_step or self._behind is not None or self.budget.off:
+        if not self._at_step or self._behind or self.budget.off:
             return True
         again = decide(dataclasses.replace(self.snapshot(), recording=True), self.budget)
         if again.action is not Action.CLOSE:
@@ -607,7 +608,7 @@ class Session:
         finally:
             self._busy = busy
         if closed.pending:  # folding in the background: the figures come to _folded_behind
-            self._behind = (closing, self._opened, self.log.window_from)
+            self._behind.append((closing, self._opened, self.log.window_from))
             self.accounts.window_stopped(cpu=closed.cpu, closing=closing, fixed=self._opened, shapes=closed.shapes)
         else:
             self._window_folded(closed, closing, self._opened, None)
@@ -616,9 +617,8 @@ class Session:
         return True
 
     def _folded_behind(self, closed: Closed) -> None:
-        if self._behind is not None:
-            closing, fixed, window_from = self._behind
-            self._behind = None
+        if self._behind:
+            closing, fixed, window_from = self._behind.popleft()
             self._window_folded(closed, closing, fixed, window_from)
 
     def _window_folded(self, closed: Closed, closing: Spend, fixed: float, window_from: int | None) -> None:
@@ -631,6 +631,8 @@ class Session:
             fixed += closed.cow
         if closed.adopt:  # (taking it in at a checkpoint, freeing torch's results: grows with the window, as its stop)
             self.accounts.charge(closing, closed.adopt)
+        if closed.forked:  # (forking its child at a checkpoint, after it waited its turn: as its stop)
+            self.accounts.charge(closing, closed.forked)
         self.accounts.window_closed(
             window=closed.window,
             cpu=closed.cpu,
