@@ -31,8 +31,9 @@ RECORD_COST_PER_EVENT = 0.4e-6
 TRUSTED_SECONDS = 0.05  # recorded seconds after which the measured rate replaces the assumed one
 # What a second of a window without shapes costs against one of the shape sample, before one of its kind was
 # measured: recording shapes about doubles torch's stop and adds half to the fold (nanoGPT, 6-step windows: stop
-# 0.20-0.31 s against 0.38-0.66 s, fold 0.38-0.46 s against 0.62-0.84 s; benchmarks/README.md, "The steps' rate
-# after the shape sample"). Priced at the sample's own rate, the first windows after it were cut half-way
+# 0.20-0.31 s against 0.38-0.66 s, fold 0.38-0.46 s against 0.62-0.84 s; benchmarks/README.md, "A window waits its
+# turn, the steps' rate after the shape sample"). Priced at the sample's own rate (with the program's first step in
+# it), the first plain window was projected at 1.35-1.52 a CPU second where plain windows then cost 0.58-0.76
 PLAIN_PER_SHAPED = 0.6
 
 
