@@ -179,7 +179,8 @@ class Recorder:
             )
         ):
             self._results_behind = q.results
-            self._forked_at = time.perf_counter() - t0
+            if self._polled_at is not None:  # (at a checkpoint: a stop's own time holds it otherwise)
+                self._forked_at = time.perf_counter() - t0
             return
         ops0 = self._op_seconds()
         events = self._fold(q.results, shapes=q.closed.shapes, continued=q.chain, split=q.split)
@@ -326,9 +327,7 @@ class Recorder:
         self._collect()
         self._paused(begun_ns)
         self.sampling.resumed(time.perf_counter())
-        return Closed(
-            window, cpu, events, ops, lost=lost is not None, pending=pending, shapes=self.sampling.window_shapes
-        )
+        return Closed(window, cpu, events, ops, lost=lost is not None, pending=pending, shapes=shapes)
 
     def _can_fold_behind(self, window: float, cpu: float) -> bool:
         """May this window fold in a child? Not a short one (forking costs more than folding it), nor one whose
