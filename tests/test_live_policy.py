@@ -366,6 +366,32 @@ def test_once_steps_were_measured_the_rate_is_theirs() -> None:
     assert a.rate == pytest.approx(1.5)  # the dearer of their mean and the last one
 
 
+def test_windows_with_shapes_and_without_are_priced_apart() -> None:
+    """The shape sample's windows cost about twice a plain one's stop: the first plain window, priced at the sample's
+    rate, was projected at 1.35-1.52 a CPU second where plain windows cost 0.58-0.76 (nanoGPT)."""
+    from kernelscope.collect.accounts import PLAIN_PER_SHAPED
+
+    a = Accounts(BUDGET, clock=FakeClock(), cpu_clock=FakeCPU())
+    a.steps_began()
+
+    def window(cpu: float, closing_cpu: float, shapes: bool) -> None:
+        a.window_closed(
+            window=cpu, cpu=cpu, events=0, op_seconds=cpu, closing=Spend(closing_cpu, closing_cpu), shapes=shapes
+        )
+
+    a.shaping = True
+    window(0.2, 0.3, shapes=True)  # the sample
+    assert a.rate == pytest.approx(1.5)
+    a.shaping = False  # the next window records none: priced from the sample until one of its kind is measured
+    assert a.rate == pytest.approx(1.5 * PLAIN_PER_SHAPED)
+    a.window_stopped(cpu=0.4, closing=Spend(1.0, 1.0), shapes=True)  # a dearer sample window a child still folds:
+    assert a.rate == pytest.approx(2.5 * PLAIN_PER_SHAPED)  # its floor is scaled to the kind priced too
+    window(0.4, 0.2, shapes=False)
+    assert a.rate == pytest.approx(0.5)  # plain windows, measured: their own rate
+    a.shaping = True
+    assert a.rate == pytest.approx(1.5)  # (the sample's own again, for a window that records shapes)
+
+
 def test_the_budget_hold_is_counted_once_until_released() -> None:
     clock = FakeClock()
     a = Accounts(BUDGET, clock=clock)
