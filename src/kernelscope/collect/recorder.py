@@ -182,13 +182,11 @@ class Recorder:
             if self._polled_at is not None:  # (at a checkpoint: a stop's own time holds it otherwise)
                 self._forked_at = time.perf_counter() - t0
             return
-        ops0 = self._op_seconds()
-        events = self._fold(q.results, shapes=q.closed.shapes, continued=q.chain, split=q.split)
-        self.sampling.folded(self.folder.builder, q.snapshots)
+        events, ops = self._fold_here(q.results, q.snapshots, shapes=q.closed.shapes, chain=q.chain, split=q.split)
         q.results = None
         self._uncollected += events
         self._collect()
-        closed = dataclasses.replace(q.closed, events=events, op_seconds=self._op_seconds() - ops0)
+        closed = dataclasses.replace(q.closed, events=events, op_seconds=ops)
         if self._polled_at is not None:  # (here, not in a stop's own time)
             closed = dataclasses.replace(closed, adopt=time.perf_counter() - t0)
         if self.on_folded is not None:
@@ -303,14 +301,8 @@ class Recorder:
                 )
         if not pending:
             self.settle()  # (folding here: the windows before first, window by window)
-        if lost is None and not pending:
-            ops0 = self._op_seconds()
-            events = self._fold(
-                prof.kineto_results, shapes=self.sampling.window_shapes, continued=self._chain, split=self._split
-            )
-            ops = self._op_seconds() - ops0
-        if not pending:
-            self.sampling.folded(self.folder.builder, snapshots)
+            results = prof.kineto_results if lost is None else None
+            events, ops = self._fold_here(results, snapshots, shapes=shapes, chain=self._chain, split=self._split)
         # the profiler object sits in reference cycles with its results: break what we can and collect the
         # rest here, not in a later timed step (without the collection peak memory grows with the run). Results a
         # child folds are freed once it is done (``_adopt``): freed beside it, each page their free writes is
@@ -420,6 +412,18 @@ class Recorder:
         t0 = time.perf_counter()
         self._fold(prof.kineto_results, shapes=bool(getattr(prof, "record_shapes", False)), continued=())
         self.fold_time += time.perf_counter() - t0
+
+    def _fold_here(
+        self, results: Any, snapshots: tuple[bool, bool], *, shapes: bool, chain: Chain, split: Split | None
+    ) -> tuple[int, float]:
+        """Fold a window in the program's process (``results`` None: it was lost); its events and op seconds."""
+        events, ops = 0, 0.0
+        if results is not None:
+            ops0 = self._op_seconds()
+            events = self._fold(results, shapes=shapes, continued=chain, split=split)
+            ops = self._op_seconds() - ops0
+        self.sampling.folded(self.folder.builder, snapshots)
+        return events, ops
 
     def _fold(self, results: Any, *, shapes: bool, continued: Chain, split: Split | None = None) -> int:
         events = self.folder.fold(
