@@ -115,6 +115,7 @@ def test_without_a_free_core_later_windows_fold_inline(monkeypatch: pytest.Monke
     from kernelscope.collect import background, recorder
 
     monkeypatch.setattr(background, "FREE_CORE_SHARE", 1.5)  # no child can get 150% of a core
+    monkeypatch.setattr(background, "MEASURED_SHARE", 0.0)  # (the first child's share counts, however short it ran)
     monkeypatch.setattr(recorder, "BACKGROUND_MIN_CPU", 0.0)
     profile = _profile("background")
     fold = profile.metadata["recording"]["fold"]

@@ -76,6 +76,7 @@ FOLD_PER_STOP = 2.0
 FOLD_PER_CPU = 1.5  # the same per CPU second of the window, for a window not stopped yet
 MEASURED_STOP = 0.05  # torch's stop took this long at least: the child's time is mostly its window's, not fixed
 MEASURED_CPU = 0.1  # the same for a window's CPU seconds
+MEASURED_SHARE = 0.05  # a child folded this long at least: its share of a core says whether a core was free
 # the folder's own attributes that live in the parent (callbacks, samplers, hooks): never sent back
 _PARENT_ONLY = frozenset({"events", "threads", "native", "scope_metrics"})
 _EVENTS_PARENT_ONLY = frozenset({"module_path"})
@@ -286,7 +287,7 @@ class BackgroundFold:
                 self._stop_fold += folded.wall
                 self._stop += c.stop
             share = folded.cpu / folded.wall if folded.wall > 0 else 1.0
-            if folded.wall >= 0.05 and share < FREE_CORE_SHARE:
+            if folded.wall >= MEASURED_SHARE and share < FREE_CORE_SHARE:
                 self.off = (
                     f"no free core: a window folded at {100 * share:.0f}% of a core beside the program "
                     "(a busy machine); later windows fold inline"
