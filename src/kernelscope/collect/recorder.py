@@ -30,6 +30,9 @@ GC_EVENTS = 200_000
 
 # A window that ran less CPU time than this folds in the program's process: forking costs more than its fold.
 BACKGROUND_MIN_CPU = 0.05
+# Windows that may wait their turn while a child folds the one before; a stop that finds this many waits for the
+# child. Each holds torch's results of its window until its own fold (nanoGPT: ~85 MB a 6-step window).
+MAX_QUEUED = 2
 MAX_PAUSES = 40_000  # own pauses kept in the metadata (two a window, a window a second: five and a half hours)
 
 
@@ -102,9 +105,9 @@ class Recorder:
         self._frozen = False  # the objects older than the open window are frozen (see _collect)
         self._polled_at: float | None = None  # (perf_counter) a checkpoint is taking a finished window in
         self._results_behind: Any = None  # torch's results of the window a child folds, freed once it is done
-        # a window stopped while a child folded the one before: it waits its turn instead of its stop waiting for
-        # the child (word_lm's set-up: a close waited 0.94 s for the child of the window before it)
-        self._queued: _Queued | None = None
+        # windows stopped while a child folded the one before: they wait their turn instead of their stop waiting
+        # for the child (word_lm's set-up: a close waited 0.94 s for the child of the window before it)
+        self._queued: deque[_Queued] = deque()
         self._forked_at = 0.0  # seconds the checkpoint that handed it to a child took to fork (charged on its return)
         self.queued = 0  # windows that waited their turn
         # windows folded in a forked child while the program runs on (background.py)
@@ -118,17 +121,17 @@ class Recorder:
         return self.folder.builder
 
     def settle(self) -> None:
-        """Wait for a window folding in the background and take it in; fold a window waiting its turn here (once no
-        window records: its fold would be recorded)."""
+        """Wait for a window folding in the background and take it in; fold the windows waiting their turn here
+        (once no window records: their fold would be recorded)."""
         if self.background is not None:
             self.background.settle()
-            if self._queued is not None and self.prof is None:
+            while self._queued and self.prof is None:
                 self._next(inline=True)
 
     def poll(self) -> None:
-        """Take in a window the background has finished folding, if any, and hand the window waiting its turn to a
-        child (never waits)."""
-        if self.background is not None and (self.background.busy or self._queued is not None):
+        """Take in a window the background has finished folding, if any, and hand the next window waiting its turn
+        to a child (never waits for a child)."""
+        if self.background is not None and (self.background.busy or self._queued):
             self._polled_at = time.perf_counter()
             try:
                 self._advance(wait=False)
@@ -137,7 +140,8 @@ class Recorder:
 
     def _advance(self, wait: bool) -> None:
         """Take the child's window in (``wait``: waiting for it) and, with no window recording (a fork would copy a
-        recording profiler), hand the window waiting its turn to a child of its own."""
+        recording profiler), hand the next window waiting its turn to a child of its own (those that may not fold
+        in a child any more fold here)."""
         b = self.background
         if b is None:
             return
@@ -145,28 +149,29 @@ class Recorder:
             b.settle()
         else:
             b.poll()
-        if self._queued is not None and not b.busy and self.prof is None:
+        while self._queued and not b.busy and self.prof is None:
             self._next(inline=False)
 
     @property
     def folding(self) -> bool:
         """Is a window still to be taken in from the background (folding in a child, or waiting its turn)?"""
-        return self.background is not None and (self.background.busy or self._queued is not None)
+        return self.background is not None and (self.background.busy or bool(self._queued))
 
     def expected_wait(self) -> float:
-        """How long stopping a window now would wait for the background: the child's remaining time, and the
-        fold of the window waiting its turn."""
+        """How long taking every window in now would wait for the background: the child's remaining time, and the
+        folds of the windows waiting their turn."""
         if self.background is None:
             return 0.0
-        q = self._queued
-        queued = self.background.fold_seconds(q.closed.cpu, q.stopped) if q is not None else 0.0
+        queued = sum(self.background.fold_seconds(q.closed.cpu, q.stopped) for q in self._queued)
         return self.background.expected_wait() + queued
 
     def _next(self, inline: bool) -> None:
-        """The child is done: the window that waited its turn goes to a child of its own, or (``inline``: a stop or a
-        reader waits for the tree anyway; background folding has stopped) folds here."""
-        q, self._queued = self._queued, None
-        if q is None or q.pid != os.getpid():  # (a forked copy of the program: the program folds it)
+        """The child is done: the next window that waited its turn goes to a child of its own, or (``inline``: a
+        stop or a reader waits for the tree anyway; background folding has stopped) folds here."""
+        if not self._queued:
+            return
+        q = self._queued.popleft()
+        if q.pid != os.getpid():  # (a forked copy of the program: the program folds it)
             return
         t0 = time.perf_counter()
         b = self.background
@@ -279,23 +284,23 @@ class Recorder:
         t0 = time.perf_counter()
         events = 0
         ops = 0.0
-        pending = False
+        pending = queued = False
         shapes = self.sampling.window_shapes
         # (torch's profiler is stopped first: what taking the last window in runs here would be recorded)
         if not inline:
             self._advance(wait=False)
         if lost is None and not inline and self._can_fold_behind(window, cpu):
             closed = Closed(window, cpu, 0, 0.0, shapes=shapes)
-            if self._queued is not None:  # (one waits its turn already: this stop waits for the child)
+            if len(self._queued) >= MAX_QUEUED:  # (as many wait their turn as may: this stop waits for the child)
                 self._advance(wait=True)
-            if self.folding:  # (a child still folds the window before: this one waits its turn)
-                self._queued = _Queued(
-                    prof.kineto_results, closed, snapshots, stopped, self._chain, self._split, os.getpid()
+            if self.folding:  # (a child still folds a window before: this one waits its turn)
+                self._queued.append(
+                    _Queued(prof.kineto_results, closed, snapshots, stopped, self._chain, self._split, os.getpid())
                 )
                 self.compile_spans.clear()
                 self.queued += 1
-                pending = True
-            else:
+                pending = queued = True
+            elif self._foldable_behind(cpu):  # (the child waited for may have turned background folding off)
                 pending = self._fold_behind(
                     prof.kineto_results, closed, snapshots, stopped, shapes=shapes, chain=self._chain, split=self._split
                 )
@@ -309,7 +314,7 @@ class Recorder:
         # copied first (a child shares them copy-on-write), and on 2-ms steps the free of a 170,000-event window
         # took 1.1 s beside its child against 0.3-0.5 s after it (nanoGPT's loop ran no faster either way; the
         # peak holds one more window's results)
-        if pending and self._queued is None:
+        if pending and not queued:
             self._results_behind = prof.kineto_results
         prof.kineto_results = None
         del prof
@@ -464,7 +469,7 @@ class Recorder:
         if self.background is not None:
             self.background.close()
         self._results_behind = None
-        self._queued = None
+        self._queued.clear()
         self.threads.remove()
         if self._frozen:
             gc.unfreeze()
