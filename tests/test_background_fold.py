@@ -344,8 +344,8 @@ def test_a_stop_that_waited_for_a_child_which_stopped_background_folding_folds_i
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A stop that finds two windows waiting their turn waits for the child; if that child's share turns background
-    folding off, the window stopped folds here, not in a child of its own (it did: 1 in 2 runs of the test above
-    beside a busy neighbour)."""
+    folding off, the window stopped folds here, not in a child of its own (it did: the no-free-core test
+    above failed so in CI, and beside a busy neighbour)."""
     from kernelscope.collect import background, recorder
 
     monkeypatch.setattr(background, "FREE_CORE_SHARE", 0.0)
