@@ -157,6 +157,11 @@ class Recorder:
         """Is a window still to be taken in from the background (folding in a child, or waiting its turn)?"""
         return self.background is not None and (self.background.busy or bool(self._queued))
 
+    @property
+    def stop_would_wait(self) -> bool:
+        """Would stopping the open window now wait for the child (as many windows wait their turn as may)?"""
+        return self.background is not None and self.background.busy and len(self._queued) >= MAX_QUEUED
+
     def expected_wait(self) -> float:
         """How long taking every window in now would wait for the background: the child's remaining time, and the
         folds of the windows waiting their turn."""

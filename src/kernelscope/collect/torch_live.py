@@ -450,8 +450,11 @@ class Session:
         cost = self.accounts.projected(window_cpu)
         fold_due = r.open and (
             age >= self.options.fold_seconds
-            or (not self.accounts.measured and not self.budget.off and age >= PROBE_SECONDS)
-            or self.sampling.due(age)
+            # (a probe measures what a window costs: while a window still folds, the measure comes from that one)
+            or (not self.accounts.measured and not self.budget.off and age >= PROBE_SECONDS and not r.folding)
+            # (a sample ends at a turnover; one whose stop would wait for the child waits until it would not: on
+            # word_lm's first steps, 0.79 s for ending a shape sample of 3 steps)
+            or (self.sampling.due(age) and not r.stop_would_wait)
             or r.threads.due()
             or (self.calls is not None and self.calls.calls - self._window_calls >= self.options.fold_calls)
         )
