@@ -352,22 +352,21 @@ def test_a_stop_that_waited_for_a_child_which_stopped_background_folding_folds_i
     monkeypatch.setattr(recorder, "BACKGROUND_MIN_CPU", 0.0)
     monkeypatch.setattr(background, "FAULT_SECONDS", 0.0)
     _slow_children(monkeypatch)
+    waited: list[bool] = []  # (a stop has waited for a child)
     forked_before: list[int] = []  # children forked when a waiting stop's child turned background folding off
-    original_settle = background.BackgroundFold.settle
-
-    def settle(self: Any) -> None:
-        original_settle(self)
-        if waiting and not forked_before:
-            self.off = "planted: no free core"
-            forked_before.append(self.windows)
-
-    waiting: list[bool] = []
     original_advance = recorder.Recorder._advance
+    original_settle = background.BackgroundFold.settle
 
     def advance(self: Any, wait: bool) -> None:
         if wait:
-            waiting.append(wait)
+            waited.append(True)
         original_advance(self, wait)
+
+    def settle(self: Any) -> None:
+        original_settle(self)
+        if waited and not forked_before:
+            self.off = "planted: no free core"
+            forked_before.append(self.windows)
 
     monkeypatch.setattr(background.BackgroundFold, "settle", settle)
     monkeypatch.setattr(recorder.Recorder, "_advance", advance)
