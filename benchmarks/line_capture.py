@@ -1,7 +1,7 @@
-"""Item 4's lever, measured before it is built: the issuing line and the module path of every op captured by the
-program's own Python hooks, with torch's profiler recording no stacks, against torch's Python tracer (stacks: what
-kernelscope's windows record today). One process, windows of ``--steps`` nanoGPT steps (or, ``--model gpt2``, a
-``transformers`` GPT-2 from a config), round-robin (CPU time; medians over every step and every stop):
+"""Item 4's lever, measured before it is built: the issuing line of every op captured without torch's Python tracer,
+against the tracer (stacks: what kernelscope's windows record today). One process, windows of ``--steps``
+nanoGPT steps (or, ``--model gpt2``, a ``transformers`` GPT-2 from a config), round-robin (CPU time; medians over
+every step and every stop):
 
 - ``plain``: the steps alone;
 - ``stacks``: torch's profiler with stacks (its Python tracer records every Python call);
@@ -11,12 +11,17 @@ kernelscope's windows record today). One process, windows of ``--steps`` nanoGPT
 - ``no stacks + hooks``: the same, with a ``TorchFunctionMode`` that stores, for every torch call made from
   Python (operators included), its start and end (``time.time_ns``: the clock of torch's event times) and the
   innermost frame of a file outside torch (its code and line), and global module hooks that store each module
-  call's start and end.
+  call's start and end;
+- Python 3.12+, nanoGPT: ``no stacks + monitoring``: ``sys.monitoring`` CALL, PY_START and PY_RETURN events on
+  the program's own code objects only (library code raises none); ``no stacks + monitoring lines``: LINE
+  instead of CALL events (the line each of the program's frames is on, operators included).
 
 For each: the steps' time (as a multiple of ``plain``'s), torch's stop, the window's events, and for the hooks
-the share of the window's top-level ops on the main thread (backward's run by autograd's thread are placed by
-their forward op, as today) whose start lies inside a stored call: the ops the hooks can place on a line without
-the tracer. The join by time is what a fold would do with them; it is checked here, not built.
+the share of the window's top-level ops on the main thread whose start lies inside a stored call, or inside
+one of the program's frames (backward's ops, run by autograd's thread, are placed by their forward op, as
+today): the ops they can place without the tracer. On 3.12+ one more window records with the tracer and the
+LINE events both on, and counts the ops to which both give the same line. The join by time is what a fold
+would do; it is checked here, not built.
 
     python benchmarks/line_capture.py [--steps 10] [--repeats 3] [--model nanogpt|gpt2]
 """
@@ -26,6 +31,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import collections
+import os
 import statistics
 import sys
 import time
@@ -127,6 +133,143 @@ class Capture:
             h.remove()
 
 
+class Monitoring:
+    """Python 3.12+: ``sys.monitoring`` events on the program's own code objects only (``set_local_events``): each
+    call made from them (its start, the code and the instruction: the line) and each start and return of one of
+    them (the user frames' stack). Library code raises no event. The benchmark's program's code objects are
+    listed up front; a collector would add each user code object as it first runs."""
+
+    TOOL = 3  # (a free tool id: 0-2 and 5 are the debugger's, coverage's and profilers')
+
+    def __init__(self, codes: list[Any], lines: bool = False) -> None:
+        self.codes = codes
+        self.lines = lines  # LINE events (every line of the program's own code run) instead of CALL events
+        self.events: list[tuple[int, int, Any, int]] = []  # (ns, kind, code, offset): 0 call, 1 start, 2 return
+
+    def __enter__(self) -> Monitoring:
+        mon = sys.monitoring  # type: ignore[attr-defined]
+        ev, now, append = mon.events, time.time_ns, self.events.append
+        mon.use_tool_id(self.TOOL, "kernelscope-bench")
+
+        def call(code: Any, offset: int, callable_: Any, arg0: Any) -> None:
+            append((now(), 0, code, offset))
+
+        def line(code: Any, number: int) -> None:
+            append((now(), 0, code, number))
+
+        def start(code: Any, offset: int) -> None:
+            append((now(), 1, code, offset))
+
+        def ret(code: Any, offset: int, value: Any) -> None:
+            append((now(), 2, code, offset))
+
+        first = ev.LINE if self.lines else ev.CALL
+        mon.register_callback(self.TOOL, first, line if self.lines else call)
+        mon.register_callback(self.TOOL, ev.PY_START, start)
+        mon.register_callback(self.TOOL, ev.PY_RETURN, ret)
+        for code in self.codes:
+            mon.set_local_events(self.TOOL, code, first | ev.PY_START | ev.PY_RETURN)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        mon = sys.monitoring  # type: ignore[attr-defined]
+        for code in self.codes:
+            mon.set_local_events(self.TOOL, code, 0)
+        mon.free_tool_id(self.TOOL)
+
+
+def user_codes(*modules: Any) -> list[Any]:
+    """Every code object defined in ``modules`` (functions, methods, and the code nested in them)."""
+    out: list[Any] = []
+    seen: set[int] = set()
+
+    def add(code: Any) -> None:
+        if id(code) in seen:
+            return
+        seen.add(id(code))
+        out.append(code)
+        for const in code.co_consts:
+            if hasattr(const, "co_code"):
+                add(const)
+
+    for mod in modules:
+        for value in vars(mod).values():
+            fns = [value]
+            if isinstance(value, type):
+                fns = list(vars(value).values())
+            for fn in fns:
+                code = getattr(fn, "__code__", None)
+                if code is not None and code.co_filename == mod.__file__:
+                    add(code)
+    return out
+
+
+def inside_frames(starts: list[int], events: list[tuple[int, int, Any, int]]) -> float:
+    """The share of ``starts`` made while one of the program's own frames ran (its start seen, its return not)."""
+    if not starts:
+        return 0.0
+    times, depths, depth = [], [], 0
+    for t, kind, _, _ in events:
+        depth += 1 if kind == 1 else -1 if kind == 2 else 0
+        times.append(t)
+        depths.append(depth)
+    # (a frame already running when the window opened has no start: depths are relative; the least is outside)
+    floor = min(depths, default=0)
+    hit = 0
+    for s in starts:
+        i = bisect.bisect_right(times, s) - 1
+        if i >= 0 and depths[i] > floor:
+            hit += 1
+    return hit / len(starts)
+
+
+def tracer_lines(roots: Any, tid: int, user: Any) -> list[tuple[int, str, int]]:
+    """(start, file, line) of each op on thread ``tid`` that sits below a Python call, by torch's tracer: the
+    calling line of its innermost Python call made from a file ``user`` accepts (the line kernelscope shows)."""
+    out: list[tuple[int, str, int]] = []
+    stack: list[tuple[Any, Any]] = [(r, None) for r in roots if r.start_tid == tid]
+    while stack:
+        ev, where = stack.pop()
+        kind = type(ev.extra_fields).__name__
+        if kind.endswith("PyCall") or kind.endswith("PyCCall"):
+            caller = ev.extra_fields.caller
+            if user(caller.file_name):
+                where = (caller.file_name, caller.line_number)
+        elif kind.endswith("TorchOp"):
+            if where is not None:
+                out.append((ev.start_time_ns, *where))
+            continue  # (ops inside ops: their parent's line)
+        stack.extend((c, where) for c in ev.children)
+    return sorted(out)
+
+
+def monitored_line(events: list[tuple[int, int, Any, int]]) -> Any:
+    """A function: a time -> (file, line) of the innermost of the program's frames running then, by its LINE
+    events (None outside them)."""
+    times: list[int] = []
+    where: list[tuple[str, int] | None] = []
+    frames: list[list[Any]] = []  # [code, line]
+    for t, kind, code, n in events:
+        if kind == 1:
+            frames.append([code, None])
+        elif kind == 2:
+            if frames:
+                frames.pop()
+        elif frames and frames[-1][0] is code:
+            frames[-1][1] = n
+        else:  # a frame that was running when monitoring began
+            frames.append([code, n])
+        top = frames[-1] if frames else None
+        times.append(t)
+        where.append((top[0].co_filename, top[1]) if top is not None and top[1] is not None else None)
+
+    def at(t: int) -> tuple[str, int] | None:
+        i = bisect.bisect_right(times, t) - 1
+        return where[i] if i >= 0 else None
+
+    return at
+
+
 def top_ops(roots: Any, tid: int) -> list[int]:
     """Start times of the top-level ops on thread ``tid`` (the program's thread)."""
     out = []
@@ -158,6 +301,7 @@ def main() -> None:
 
     import threading
 
+    import torch
     from torch.autograd.profiler import _disable_profiler, profile
 
     step, _ = _model(args.model)
@@ -166,10 +310,20 @@ def main() -> None:
     tid = threading.get_native_id()
     rows: dict[str, list[dict[str, float]]] = collections.defaultdict(list)
     per_step: dict[str, list[float]] = collections.defaultdict(list)
-    configs = ("plain", "stacks", "no stacks", "no stacks + mode", "no stacks + hooks")
+    configs = ["plain", "stacks", "no stacks", "no stacks + mode", "no stacks + hooks"]
+    codes: list[Any] = []
+    if hasattr(sys, "monitoring") and args.model == "nanogpt":
+        import train_nanogpt
+
+        configs += ["no stacks + monitoring", "no stacks + monitoring lines"]
+        codes = user_codes(train_nanogpt, sys.modules[__name__])
     for _ in range(args.repeats):
         for name in configs:
-            cap = Capture(store=name.endswith("hooks")) if "+" in name else None
+            cap: Any = None
+            if "monitoring" in name:
+                cap = Monitoring(codes, lines=name.endswith("lines"))
+            elif "+" in name:
+                cap = Capture(store=name.endswith("hooks"))
             p = None
             if name != "plain":
                 p = profile(use_kineto=True, with_stack=name == "stacks", record_shapes=False)
@@ -196,7 +350,12 @@ def main() -> None:
                     n += 1
                     stack.extend(ev.children)
                 row["events"] = n
-                if cap is not None and cap.store:
+                if isinstance(cap, Monitoring):
+                    row["calls"] = len(cap.events) / args.steps
+                    tids = collections.Counter(ev.start_tid for ev in roots)
+                    main_tid = tid if tid in tids else tids.most_common(1)[0][0]
+                    row["placed"] = inside_frames(top_ops(roots, main_tid), cap.events)
+                if isinstance(cap, Capture) and cap.store:
                     tids = collections.Counter(ev.start_tid for ev in roots)
                     main_tid = tid if tid in tids else tids.most_common(1)[0][0]
                     row["placed"] = placed(top_ops(roots, main_tid), cap.calls)
@@ -206,17 +365,18 @@ def main() -> None:
             rows[name].append(row)
     plain = statistics.median(per_step["plain"])
     print(
-        f"{args.model}, {args.steps}-step windows x {args.repeats}; a step's CPU ms (median of every step), torch's "
+        f"Python {sys.version.split()[0]}, torch {torch.__version__}; {args.model}, {args.steps}-step windows x "
+        f"{args.repeats}; a step's CPU ms (median of every step), torch's "
         "stop (median), x = to plain's step"
     )
-    print(f"{'window':<19} {'step ms':>8} {'x':>6} {'stop s':>7} {'added x':>8} {'events':>8} {'ops placed':>10}")
+    print(f"{'window':<29} {'step ms':>8} {'x':>6} {'stop s':>7} {'added x':>8} {'events':>8} {'ops placed':>10}")
     for name, rs in rows.items():
         m = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
         one = statistics.median(per_step[name])
         added = (one - plain + m["stop"] / args.steps) / plain
         share = "" if m["placed"] != m["placed"] else f"{100 * m['placed']:.1f}%"
         print(
-            f"{name:<19} {one * 1e3:>8.1f} {one / plain:>5.2f}x {m['stop']:>7.3f} {added:>7.2f}x "
+            f"{name:<29} {one * 1e3:>8.1f} {one / plain:>5.2f}x {m['stop']:>7.3f} {added:>7.2f}x "
             f"{int(m['events']):>8,} {share:>10}"
         )
     h = rows["no stacks + hooks"]
@@ -224,7 +384,49 @@ def main() -> None:
         f"hooks: {statistics.median(r['calls'] for r in h):.0f} torch calls and "
         f"{statistics.median(r['module_calls'] for r in h):.0f} module calls a step stored"
     )
-    print("'added x': what recording adds to a step (its time over plain's, and its share of torch's stop), per plain step")
+    if codes:
+        agree(step, codes, tid, args.steps)
+    for name in ("no stacks + monitoring", "no stacks + monitoring lines"):
+        if name in rows:
+            n = statistics.median(r["calls"] for r in rows[name])
+            print(f"{name.removeprefix('no stacks + ')}: {n:.0f} events a step from the program's own code")
+    print(
+        "'added x': what recording adds to a step (its time over plain's, and its share of torch's stop), per plain step"
+    )
+
+
+def agree(step: Any, codes: list[Any], tid: int, steps: int) -> None:
+    """One window with torch's tracer and the LINE events both on: does each op get the same line from either?"""
+    from torch.autograd.profiler import _disable_profiler, profile
+
+    from kernelscope.attribute.userframes import is_user_file
+
+    p = profile(use_kineto=True, with_stack=True)
+    p.__enter__()  # type: ignore[no-untyped-call]
+    with Monitoring(codes, lines=True) as mon:
+        for _ in range(steps):
+            step()
+    results = _disable_profiler()
+    p.enabled = False
+    roots = results.experimental_event_tree()
+    tids = collections.Counter(ev.start_tid for ev in roots)
+    main_tid = tid if tid in tids else tids.most_common(1)[0][0]
+    ops = tracer_lines(roots, main_tid, is_user_file)
+    at = monitored_line(mon.events)
+
+    def key(where: tuple[str, int] | None) -> tuple[str, int] | None:  # (torch's tracer may give a shorter path)
+        return None if where is None else (os.path.basename(where[0]), where[1])
+
+    same = sum(1 for t, file, line in ops if key(at(t)) == key((file, line)))
+    misses = collections.Counter(
+        (f"{os.path.basename(file)}:{line}", str(key(at(t))))
+        for t, file, line in ops
+        if key(at(t)) != key((file, line))
+    )
+    print(
+        f"the same line from torch's tracer and from LINE events: {same:,} of {len(ops):,} ops "
+        f"({100 * same / max(len(ops), 1):.1f}%); differing: {misses.most_common(3)}"
+    )
 
 
 if __name__ == "__main__":
