@@ -316,7 +316,7 @@ def main() -> None:
         import train_nanogpt
 
         configs += ["no stacks + monitoring", "no stacks + monitoring lines"]
-        codes = user_codes(train_nanogpt, sys.modules[__name__])
+        codes = [*user_codes(train_nanogpt), step.__code__]  # (the program's: not this script's own hooks)
     for _ in range(args.repeats):
         for name in configs:
             cap: Any = None
@@ -386,6 +386,7 @@ def main() -> None:
     )
     if codes:
         agree(step, codes, tid, args.steps)
+        parity(step, codes, tid, args.steps)
     for name in ("no stacks + monitoring", "no stacks + monitoring lines"):
         if name in rows:
             n = statistics.median(r["calls"] for r in rows[name])
@@ -427,6 +428,264 @@ def agree(step: Any, codes: list[Any], tid: int, steps: int) -> None:
         f"the same line from torch's tracer and from LINE events: {same:,} of {len(ops):,} ops "
         f"({100 * same / max(len(ops), 1):.1f}%); differing: {misses.most_common(3)}"
     )
+
+
+# --- the fold's side: the frames and lines of the LINE events as the tracer's calls (a prototype, not the collector's)
+class _Tag:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+_PYCALL, _PYCCALL = _Tag("PyCall"), _Tag("PyCCall")
+_MODULE_PY = ("torch/nn/modules/module.py", 0, "_call_impl")
+
+
+class _Site:
+    def __init__(self, file_name: str, line_number: int, function_name: str) -> None:
+        self.file_name, self.line_number, self.function_name = file_name, line_number, function_name
+
+
+class _Mod:
+    def __init__(self, module: Any) -> None:
+        self.self_ptr, self.cls_name = id(module), type(module).__name__
+
+
+class _Fields:
+    def __init__(self, caller: _Site, callsite: _Site, module: _Mod | None) -> None:
+        self.caller, self.callsite, self.module = caller, callsite, module
+
+
+class _Node:
+    """One of the program's frames, a run of one of its lines, or a module call, over [start, end]; read by
+    ``TorchEvents.add`` as the tracer's PyCall / PyCCall events are (duck-typed)."""
+
+    def __init__(self, kind: str, start: int, what: Any, parent: _Node | None) -> None:
+        self.kind, self.start, self.end, self.what, self.parent = kind, start, start, what, parent
+        self.kids: list[Any] = []
+        self.start_tid = 0
+        self.name = "line"
+        self._fields: _Fields | None = None
+
+    @property
+    def start_time_ns(self) -> int:
+        return self.start
+
+    @property
+    def duration_time_ns(self) -> int:
+        return max(self.end - self.start, 0)
+
+    @property
+    def tag(self) -> _Tag:
+        return _PYCCALL if self.kind == "line" else _PYCALL
+
+    @property
+    def children(self) -> list[Any]:
+        return self.kids
+
+    @property
+    def extra_fields(self) -> _Fields:
+        # (one object a node: ``TorchEvents`` tells a calling frame's runs of its lines apart by its fields' id)
+        if self._fields is None:
+            self._fields = self._make_fields()
+        return self._fields
+
+    def _make_fields(self) -> _Fields:
+        p = self.parent
+        if p is not None and p.kind == "line":
+            code = p.parent.what if p.parent is not None else None
+            caller = _Site(code.co_filename, p.what, code.co_name) if code is not None else _Site(*_MODULE_PY)
+        elif p is not None and p.kind == "module":
+            caller = _Site(*_MODULE_PY)
+        else:
+            caller = _Site("<running when the window opened>", 0, "")
+        if self.kind == "frame":
+            c = self.what
+            return _Fields(caller, _Site(c.co_filename, c.co_firstlineno, c.co_name), None)
+        if self.kind == "module":
+            return _Fields(caller, _Site(*_MODULE_PY), _Mod(self.what))
+        code = p.what if p is not None else None  # (a line's node: its frame's code, this line)
+        here = _Site(code.co_filename, self.what, code.co_name) if code is not None else caller
+        return _Fields(here, here, None)
+
+
+def frames_tree(events: list[tuple[int, int, Any, int]], modules: list[tuple[int, int, Any]], end: int) -> _Node:
+    """The program's frames (PY_START to PY_RETURN), their lines' runs (LINE to the next event of the frame) and
+    module calls (the module hooks), nested as they ran. ``events``: (ns, 0 line / 1 start / 2 return, code, n);
+    ``modules``: (ns, 3 enter / 4 leave, module)."""
+    root = _Node("root", 0, None, None)
+    merged = sorted(
+        [(t, i, k, c, n) for i, (t, k, c, n) in enumerate(events)]
+        + [(t, len(events) + i, k, m, 0) for i, (t, k, m) in enumerate(modules)]
+    )
+    stack: list[_Node] = [root]
+
+    def push(kind: str, t: int, what: Any) -> _Node:
+        node = _Node(kind, t, what, stack[-1])
+        stack[-1].kids.append(node)
+        stack.append(node)
+        return node
+
+    def pop_to(kind: str, what: Any, t: int, keep: bool) -> bool:
+        """Close nodes down to the innermost ``kind`` node of ``what`` (kept open where ``keep``)."""
+        for i in range(len(stack) - 1, 0, -1):
+            if stack[i].kind == kind and stack[i].what is what:
+                for node in stack[i + (1 if keep else 0) :]:
+                    node.end = t
+                del stack[i + (1 if keep else 0) :]
+                return True
+        return False
+
+    for t, _, kind, what, n in merged:
+        if kind == 1:
+            push("frame", t, what)
+        elif kind == 2:
+            if not pop_to("frame", what, t, keep=False):
+                for node in stack[1:]:  # a frame running when the window opened returned: all inside it closes
+                    node.end = t
+                del stack[1:]
+        elif kind == 0:
+            if not pop_to("frame", what, t, keep=True):
+                for node in stack[1:]:
+                    node.end = t
+                del stack[1:]
+                push("frame", t, what)  # (running when the window opened)
+            push("line", t, n)
+        elif kind == 3:
+            push("module", t, what)
+        else:
+            pop_to("module", what, t, keep=False)
+    for node in stack[1:]:
+        node.end = end
+    return root
+
+
+def _place(root: _Node, ops: list[Any]) -> None:
+    """Each op under the innermost node whose span holds its start."""
+    for op in ops:
+        node, t = root, op.start_time_ns
+        while True:
+            kids = [k for k in node.kids if isinstance(k, _Node)]
+            i = bisect.bisect_right([k.start for k in kids], t) - 1
+            if i >= 0 and kids[i].start <= t <= kids[i].end:
+                node = kids[i]
+                continue
+            break
+        node.kids.append(op)
+    # each node's span covers what was placed in it (torch's clock and ``time.time_ns`` differ by a few µs: an op
+    # that started inside a module call may end after the hook saw the call end)
+    order: list[_Node] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        node.kids.sort(key=lambda k: k.start_time_ns)
+        order.append(node)
+        stack.extend(k for k in node.kids if isinstance(k, _Node))
+    for node in reversed(order):
+        for k in node.kids:
+            node.end = max(node.end, k.start_time_ns + k.duration_time_ns)
+
+
+def _without_python(roots: list[Any]) -> list[Any]:
+    """torch's roots with its Python events taken out (their ops move up): what a window without stacks holds."""
+    out: list[Any] = []
+    stack = list(reversed(roots))
+    while stack:
+        ev = stack.pop()
+        kind = type(ev.extra_fields).__name__
+        if kind.endswith("PyCall") or kind.endswith("PyCCall"):
+            stack.extend(reversed(ev.children))
+        else:
+            out.append(ev)
+    return out
+
+
+def parity(step: Any, codes: list[Any], tid: int, steps: int) -> None:
+    """One window with torch's tracer (and kernelscope's operator wrappers), the LINE events and the module hooks
+    all on; each folded by kernelscope's ``TorchEvents`` and engine: from the tracer's events, and from the LINE
+    events with the tracer's taken out (nodes built from them instead: ``frames_tree``)."""
+    import re
+
+    from torch.autograd.profiler import _disable_profiler, profile
+    from torch.nn.modules import module as hooks
+
+    from kernelscope.attribute.engine import Attributor
+    from kernelscope.attribute.tables import EventTables
+    from kernelscope.collect.torch_events import TorchEvents
+    from kernelscope.collect.torch_lines import Counter, OperatorLines
+
+    modules: list[tuple[int, int, Any]] = []
+    handles = [
+        hooks.register_module_forward_pre_hook(lambda m, a: modules.append((time.time_ns(), 3, m))),
+        hooks.register_module_forward_hook(lambda m, a, o: modules.append((time.time_ns(), 4, m))),
+    ]
+    # kernelscope's operator wrappers, as in its windows: the tracer then sees operators' lines too
+    wrappers = OperatorLines(Counter(None, 1 << 62))
+    wrappers.install()
+    p = profile(use_kineto=True, with_stack=True)
+    p.__enter__()  # type: ignore[no-untyped-call]
+    with Monitoring(codes, lines=True) as mon:
+        for _ in range(steps):
+            step()
+    end = time.time_ns()
+    wrappers.remove()
+    for h in handles:
+        h.remove()
+    results = _disable_profiler()
+    p.enabled = False
+    roots = list(results.experimental_event_tree())
+    tids = collections.Counter(ev.start_tid for ev in roots)
+    main_tid = tid if tid in tids else tids.most_common(1)[0][0]
+
+    def fold(trees: list[Any]) -> tuple[dict[str, float], float, int]:
+        warnings: collections.Counter[str] = collections.Counter()
+        tables = EventTables(warnings)
+        engine = Attributor(tables, warnings, host_timeline=False)
+        t0 = time.perf_counter()
+        n = TorchEvents(tables, lambda ptr: None).add(trees, shapes=False, cuda=False)
+        took = time.perf_counter() - t0
+        engine.fold()
+        engine.flush()
+        prof = engine.build({})
+        tables.close()
+        col = prof.exclusive("time_ns")
+        out: dict[str, float] = collections.defaultdict(float)
+        for i in range(1, len(prof)):
+            if col[i]:
+                labels = [re.sub(r"[^ >]*/([^/ >]+\.py)", r"\1", f.label()) for f in prof.path(i)]
+                # (the frames that ran when the window opened, above the step: the collector's chain at the open
+                # gives them, which this prototype does not read)
+                at = next((j for j, label in enumerate(labels) if label.endswith(step_label)), 0)
+                out[" > ".join(labels[at:])] += float(col[i])
+        return out, took, n
+
+    step_label = f":{step.__code__.co_firstlineno} {step.__code__.co_name}"
+    tracer, took_a, n_a = fold(roots)
+    tree = frames_tree(mon.events, modules, end)
+    main_ops = _without_python([r for r in roots if r.start_tid == main_tid])
+    _place(tree, main_ops)
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        node.start_tid = main_tid
+        stack.extend(k for k in node.kids if isinstance(k, _Node))
+    others = _without_python([r for r in roots if r.start_tid != main_tid])
+
+    lines, took_b, n_b = fold([*tree.kids, *others])
+    total = sum(tracer.values())
+    same = sum(min(v, lines.get(k, 0.0)) for k, v in tracer.items())
+    print(
+        f"folded by kernelscope: op time on the same path from the tracer's events and from the LINE events: "
+        f"{100 * same / max(total, 1):.1f}% of {total / 1e6:.1f} ms; TorchEvents.add {took_a:.3f} s for {n_a:,} "
+        f"events against {took_b:.3f} s for {n_b:,}"
+    )
+    diff = sorted(((v - lines.get(k, 0.0), k) for k, v in tracer.items()), reverse=True)[:4]
+    for d, k in diff:
+        if d > 0.005 * total:
+            print(f"  tracer only {d / 1e6:7.2f} ms  {k}")
+    diff = sorted(((v - tracer.get(k, 0.0), k) for k, v in lines.items()), reverse=True)[:4]
+    for d, k in diff:
+        if d > 0.005 * total:
+            print(f"  lines only  {d / 1e6:7.2f} ms  {k}")
 
 
 if __name__ == "__main__":
