@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 
 def _model(name: str) -> tuple[Any, Any]:
-    """(one training step, nothing) for the model named."""
+    """(one training step, the model) for the model named."""
     import torch
 
     torch.set_num_threads(1)
