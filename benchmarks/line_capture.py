@@ -41,8 +41,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 
-def _model(name: str) -> tuple[Any, Any]:
-    """(one training step, the model) for the model named."""
+def _model(name: str) -> Any:
+    """One training step of the model named."""
     import torch
 
     torch.set_num_threads(1)
@@ -61,13 +61,13 @@ def _model(name: str) -> tuple[Any, Any]:
             out.loss.backward()
             opt.step()
 
-        return step, model
+        return step
     import train_nanogpt as code
 
     model = code.NanoGPT()
     opt = torch.optim.AdamW(model.parameters(), lr=6e-4)
     corpus = torch.randint(0, 256, (200_000,))
-    return (lambda: code.train_step(model, opt, corpus)), model
+    return lambda: code.train_step(model, opt, corpus)
 
 
 class Capture:
@@ -270,6 +270,12 @@ def monitored_line(events: list[tuple[int, int, Any, int]]) -> Any:
     return at
 
 
+def main_thread(roots: Any, tid: int) -> int:
+    """torch's id of the program's thread: ``tid`` if torch uses it, else the thread with the most top-level events."""
+    tids = collections.Counter(ev.start_tid for ev in roots)
+    return tid if tid in tids else tids.most_common(1)[0][0]
+
+
 def top_ops(roots: Any, tid: int) -> list[int]:
     """Start times of the top-level ops on thread ``tid`` (the program's thread)."""
     out = []
@@ -304,7 +310,7 @@ def main() -> None:
     import torch
     from torch.autograd.profiler import _disable_profiler, profile
 
-    step, _ = _model(args.model)
+    step = _model(args.model)
     for _ in range(3):
         step()
     tid = threading.get_native_id()
@@ -352,12 +358,10 @@ def main() -> None:
                 row["events"] = n
                 if isinstance(cap, Monitoring):
                     row["calls"] = len(cap.events) / args.steps
-                    tids = collections.Counter(ev.start_tid for ev in roots)
-                    main_tid = tid if tid in tids else tids.most_common(1)[0][0]
+                    main_tid = main_thread(roots, tid)
                     row["placed"] = inside_frames(top_ops(roots, main_tid), cap.events)
                 if isinstance(cap, Capture) and cap.store:
-                    tids = collections.Counter(ev.start_tid for ev in roots)
-                    main_tid = tid if tid in tids else tids.most_common(1)[0][0]
+                    main_tid = main_thread(roots, tid)
                     row["placed"] = placed(top_ops(roots, main_tid), cap.calls)
                     row["calls"] = len(cap.calls) / args.steps
                     row["module_calls"] = len(cap.modules) / 2 / args.steps
@@ -410,8 +414,7 @@ def agree(step: Any, codes: list[Any], tid: int, steps: int) -> None:
     results = _disable_profiler()
     p.enabled = False
     roots = results.experimental_event_tree()
-    tids = collections.Counter(ev.start_tid for ev in roots)
-    main_tid = tid if tid in tids else tids.most_common(1)[0][0]
+    main_tid = main_thread(roots, tid)
     ops = tracer_lines(roots, main_tid, is_user_file)
     at = monitored_line(mon.events)
 
@@ -633,8 +636,7 @@ def parity(step: Any, codes: list[Any], tid: int, steps: int) -> None:
     results = _disable_profiler()
     p.enabled = False
     roots = list(results.experimental_event_tree())
-    tids = collections.Counter(ev.start_tid for ev in roots)
-    main_tid = tid if tid in tids else tids.most_common(1)[0][0]
+    main_tid = main_thread(roots, tid)
 
     def fold(trees: list[Any]) -> tuple[dict[str, float], float, int]:
         warnings: collections.Counter[str] = collections.Counter()
